@@ -1,0 +1,57 @@
+"""ament_python / setuptools build of robot_dynamics (pip install -e . or colcon build)."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "robot_dynamics"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/config/robots", glob("config/robots/*")),
+    ],
+    install_requires=[
+        "numpy",
+        "scipy",
+        "sympy",
+        "yourdfpy",
+        "lxml",
+        "pyyaml",
+        "rosbags",
+        "matplotlib",
+    ],
+    extras_require={
+        "test": [
+            "pytest",
+            "pytest-timeout",
+            "ruff",
+            "mypy",
+            "types-PyYAML",
+            "pin",
+            "roboticstoolbox-python",
+            "example-robot-data",
+        ],
+    },
+    python_requires=">=3.10",
+    zip_safe=True,
+    maintainer="robot_dynamics maintainers",
+    maintainer_email="maintainers@robot-dynamics.dev",
+    description="Serial-manipulator dynamics (Newton-Euler, Lagrange-Euler D/h/c, friction) as ROS 2 nodes and services",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+            "robot-dynamics = robot_dynamics.cli:main",
+            "feedforward_node = robot_dynamics.ros.feedforward_node:main",
+            "dynamics_service_node = robot_dynamics.ros.service_node:main",
+            "simulator_node = robot_dynamics.ros.simulator_node:main",
+            "robot_dynamics_bringup = robot_dynamics.ros.bringup:main",
+        ],
+    },
+)

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command: sets up .venv idempotently (scripts/bootstrap.sh), then lint, types and pytest.
+# Extra arguments go to pytest (e.g. ./test.sh -k friction). Exits non-zero on any failure,
+# and pytest itself fails when no test was collected.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+scripts/bootstrap.sh test
+echo "== ruff" >&2
+.venv/bin/ruff check robot_dynamics test bench launch
+.venv/bin/ruff format --check robot_dynamics test bench launch
+echo "== mypy" >&2
+.venv/bin/mypy
+echo "== pytest" >&2
+.venv/bin/python -m pytest "$@"

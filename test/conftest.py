@@ -1,0 +1,53 @@
+"""Shared test configuration.
+
+ROS isolation: every test session gets its own ROS_DOMAIN_ID (0-101), reserved with an exclusive
+lock file so concurrent sessions on one machine never share a domain, and discovery stays on this
+machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST). Both are set before any rclpy context exists
+and are inherited by node processes the tests start.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_DOMAIN_LOCK = None
+
+
+def _reserve_domain_id() -> int:
+    global _DOMAIN_LOCK
+    ids = list(range(1, 102))
+    random.shuffle(ids)
+    for domain in ids:
+        path = Path(tempfile.gettempdir()) / f"robot_dynamics_ros_domain_{domain}.lock"
+        handle = open(path, "w")  # noqa: SIM115 - held open for the whole session
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        _DOMAIN_LOCK = handle
+        return domain
+    raise RuntimeError("no free ROS_DOMAIN_ID in 1..101")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "ROBOT_DYNAMICS_TEST_DOMAIN" not in os.environ:
+        os.environ["ROBOT_DYNAMICS_TEST_DOMAIN"] = str(_reserve_domain_id())
+    os.environ["ROS_DOMAIN_ID"] = os.environ["ROBOT_DYNAMICS_TEST_DOMAIN"]
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ.pop("ROS_LOCALHOST_ONLY", None)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
