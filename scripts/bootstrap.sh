@@ -45,9 +45,11 @@ PYVER=$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])
 
 # 2. pinned requirements (runtime + ROS + build tools; test adds the references)
 REQS=(requirements/runtime.txt requirements/ros.txt requirements/build.txt)
+H_TEST=$(hash_of "${REQS[@]}" requirements/test.txt requirements/constraints.txt <(echo "$PYVER"))
 [ "$PROFILE" = test ] && REQS+=(requirements/test.txt)
 H=$(hash_of "${REQS[@]}" requirements/constraints.txt <(echo "$PYVER"))
-if ! stamp_ok "requirements-$PROFILE" "$H"; then
+# The test profile is a superset of runtime: an up-to-date test install covers runtime too.
+if ! stamp_ok "requirements-$PROFILE" "$H" && ! stamp_ok requirements-test "$H_TEST"; then
     log "installing pinned requirements ($PROFILE)"
     ARGS=()
     for r in "${REQS[@]}"; do ARGS+=(-r "$r"); done
@@ -91,5 +93,8 @@ H=$(hash_of setup.py setup.cfg package.xml <(echo "$PYVER"))
 if ! stamp_ok editable "$H"; then
     log "installing robot_dynamics (editable)"
     quiet_pip install --no-deps --no-build-isolation -e .
+    # setup.cfg puts the executables where `ros2 run` looks (<prefix>/lib/robot_dynamics);
+    # link them into .venv/bin as well so `.venv/bin/robot-dynamics` works.
+    for exe in "$VENV"/lib/robot_dynamics/*; do ln -sf "../lib/robot_dynamics/$(basename "$exe")" "$VENV/bin/"; done
     stamp_set editable "$H"
 fi

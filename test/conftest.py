@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import random
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -43,6 +44,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ.pop("ROS_LOCALHOST_ONLY", None)
     os.environ.setdefault("MPLBACKEND", "Agg")
+    # Compiled engine/generated-code libraries go to a per-session cache (inherited by node processes),
+    # so the tests neither depend on nor fill the user's ~/.cache/robot_dynamics.
+    if "ROBOT_DYNAMICS_CACHE" not in os.environ:
+        os.environ["ROBOT_DYNAMICS_CACHE"] = _SESSION_CACHE = tempfile.mkdtemp(prefix="robot_dynamics_test_cache_")
+        config.add_cleanup(lambda: shutil.rmtree(_SESSION_CACHE, ignore_errors=True))
 
 
 REPO = Path(__file__).resolve().parent.parent
