@@ -1,0 +1,176 @@
+"""``robot-dynamics info ROBOT`` and ``robot-dynamics export-urdf ROBOT [--out FILE]``.
+
+ROBOT is a bundled robot name (``robot-dynamics info --list`` lists them), a DH YAML file, or a
+URDF file (``--base-link``/``--tip-link`` choose its chain).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..io.dh_yaml import dh_reference
+from ..io.export_urdf import model_to_urdf
+from ..io.robots import DEFAULT_ROBOT, bundled_robots, load_robot
+from ..model import Joint, RobotModel, dh_joint_frames
+
+
+def _add_robot_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "robot",
+        nargs="?",
+        default=DEFAULT_ROBOT,
+        help=f"bundled robot name, DH YAML file or URDF file (default: {DEFAULT_ROBOT})",
+    )
+    parser.add_argument("--base-link", default=None, help="URDF only: first link of the chain (default: the root)")
+    parser.add_argument("--tip-link", default=None, help="URDF only: last link of the chain (default: the only leaf)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    info = subparsers.add_parser("info", help="print a robot's chain, masses, limits, motors and named poses")
+    _add_robot_arguments(info)
+    info.add_argument("--list", action="store_true", help="list the bundled robots and exit")
+    info.set_defaults(func=run_info)
+
+    export = subparsers.add_parser("export-urdf", help="write a robot (e.g. a DH YAML robot) as URDF")
+    _add_robot_arguments(export)
+    export.add_argument("--out", "-o", default=None, help="output file (default: standard output)")
+    export.add_argument("--no-visuals", action="store_true", help="omit the cylinder visuals")
+    export.set_defaults(func=run_export)
+
+
+def _load(args: argparse.Namespace) -> RobotModel:
+    return load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    model = _load(args)
+    text = model_to_urdf(model, visuals=not args.no_visuals)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.out} ({model.name}, {model.dof} joints)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _vec(values: np.ndarray, digits: int = 4) -> str:
+    scale = max(1.0, float(np.max(np.abs(values)))) if len(values) else 1.0
+    return "[" + ", ".join(f"{(v if abs(v) > 1e-12 * scale else 0.0):.{digits}g}" for v in values) + "]"
+
+
+def _limit_text(joint: Joint) -> tuple[str, str]:
+    lim = joint.limits
+
+    def one(value: float) -> str:
+        if math.isinf(value):
+            return "-inf" if value < 0 else "inf"
+        return f"{value:.4g} m" if joint.is_prismatic else f"{math.degrees(value):.4g} deg"
+
+    if joint.continuous:
+        return "continuous", ""
+    return one(lim.lower), one(lim.upper)
+
+
+def _motor_text(joint: Joint) -> str:
+    m = joint.motor
+    if m is None:
+        return "-"
+    text = f"Jm={m.inertia:.4g} G={m.gear_ratio:.6g}"
+    if m.viscous:
+        text += f" B={m.viscous:.4g}"
+    if any(m.coulomb):
+        text += f" Tc=[{m.coulomb[0]:.4g}, {m.coulomb[1]:.4g}]"
+    return text
+
+
+def _friction_text(joint: Joint) -> str:
+    f = joint.friction
+    parts = []
+    if f.viscous:
+        parts.append(f"viscous {f.viscous:.4g}")
+    if any(f.coulomb):
+        parts.append(f"coulomb [{f.coulomb[0]:.4g}, {f.coulomb[1]:.4g}]")
+    if f.static is not None:
+        parts.append(f"static [{f.static[0]:.4g}, {f.static[1]:.4g}] (stribeck velocity {f.stribeck_velocity:.4g})")
+    if f.bearing is not None:
+        b = f.bearing
+        parts.append(f"{b.kind} bearing mu={b.mu:.4g} r={b.radius:.4g} d={b.spacing:.4g}")
+    if f.transmission is not None:
+        t = f.transmission
+        parts.append(
+            f"transmission tau_B={t.breakaway:.4g} tau_max={t.max_torque:.4g} ({len(t.efficiency)}-point efficiency)"
+        )
+    return "; ".join(parts)
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(widths[k]) for k, cell in enumerate(row)).rstrip() for row in rows]
+
+
+def describe(model: RobotModel) -> str:
+    """The text ``robot-dynamics info`` prints."""
+    lines = [f"robot:      {model.name}", f"source:     {model.source or '-'}"]
+    source_path = Path(model.source) if model.source and not model.source.startswith("<") else None
+    if model.dh is not None and source_path is not None and source_path.suffix in (".yaml", ".yml"):
+        reference = " ".join(dh_reference(source_path).split())
+        if reference:
+            lines.append(f"reference:  {reference}")
+    convention = f"{model.dh.convention} DH" if model.dh is not None else "URDF"
+    lines += [
+        f"convention: {convention}",
+        f"dof:        {model.dof}",
+        f"gravity:    {_vec(model.gravity)} m/s^2 (world frame)",
+        f"chain:      {model.base_link} -> {model.tip_link}",
+        f"motor inertia G^2 Jm in D: {'yes' if model.motor_inertia_in_d else 'no'}"
+        + ("" if model.has_motors else " (no motor data)"),
+        "",
+    ]
+    # centres of mass as a user wrote them: in DH frame i for DH robots, in the joint (URDF link) frame else
+    link_poses = dh_joint_frames(model.dh)[1] if model.dh is not None else [np.eye(4)] * model.dof
+    com_label = "com/m (DH frame i)" if model.dh is not None else "com/m (link frame)"
+    rows = [["#", "joint", "type", "axis", "lower", "upper", "link", "mass/kg", com_label, "motor"]]
+    for i, j in enumerate(model.joints):
+        pose = link_poses[i]
+        com = pose[:3, :3].T @ (j.link.com - pose[:3, 3])
+        lower, upper = _limit_text(j)
+        kind = "prismatic" if j.is_prismatic else ("continuous" if j.continuous else "revolute")
+        rows.append(
+            [
+                str(i + 1),
+                j.name,
+                kind,
+                _vec(j.axis, 3),
+                lower,
+                upper,
+                j.link_name,
+                f"{j.link.mass:.4g}",
+                _vec(com),
+                _motor_text(j),
+            ]
+        )
+    lines += _table(rows)
+    frictions = [(j.name, _friction_text(j)) for j in model.joints]
+    frictions = [(name, text) for name, text in frictions if text]
+    if frictions:
+        lines += ["", "friction:"] + [f"  {name}: {text}" for name, text in frictions]
+    if model.named_poses:
+        lines += ["", "named poses (rad, m):"]
+        for name, q in model.named_poses.items():
+            lines.append(f"  {name}: {_vec(q)}")
+    return "\n".join(lines) + "\n"
+
+
+def run_info(args: argparse.Namespace) -> int:
+    if args.list:
+        for name in bundled_robots():
+            marker = " (default)" if name == DEFAULT_ROBOT else ""
+            print(f"{name}{marker}")
+        return 0
+    sys.stdout.write(describe(_load(args)))
+    return 0

@@ -1,0 +1,102 @@
+"""``load_robot``: one entry point for bundled robots, DH YAML files, URDF files and URDF text.
+
+Bundled robots are the DH YAML files in ``config/robots/``; they are found in the source tree
+(next to the package) and, once installed, under ``<prefix>/share/robot_dynamics/config/robots``
+(``sys.prefix`` first, then every ``AMENT_PREFIX_PATH`` entry).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..errors import ModelError
+from ..model import RobotModel
+from .dh_yaml import load_dh_yaml
+from .urdf import load_urdf, loads_urdf, looks_like_xml
+from .validation import suggest
+
+DEFAULT_ROBOT = "puma560"
+PACKAGE = "robot_dynamics"
+_YAML_SUFFIXES = (".yaml", ".yml")
+_URDF_SUFFIXES = (".urdf", ".xml")
+SOURCE_TREE_ROBOTS = Path(__file__).resolve().parents[2] / "config" / "robots"
+INSTALLED_ROBOTS = Path("share") / PACKAGE / "config" / "robots"  # below an install prefix (setup.py data_files)
+
+
+def robot_directories() -> list[Path]:
+    """Candidate locations of the bundled robot files, in search order."""
+    candidates = [SOURCE_TREE_ROBOTS, Path(sys.prefix) / INSTALLED_ROBOTS]
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        if prefix:
+            candidates.append(Path(prefix) / INSTALLED_ROBOTS)
+    return candidates
+
+
+def robots_directory() -> Path:
+    """The first directory holding bundled robot files."""
+    for directory in robot_directories():
+        if directory.is_dir() and any(directory.glob("*.yaml")):
+            return directory
+    searched = ", ".join(str(d) for d in robot_directories())
+    raise ModelError("bundled robots", "", f"no robot files found (searched {searched})")
+
+
+def bundled_robots() -> list[str]:
+    """Names of the bundled robots (``load_robot(name)`` loads them)."""
+    return sorted(p.stem for p in robots_directory().glob("*.yaml"))
+
+
+def bundled_robot_path(name: str) -> Path:
+    """The YAML file of a bundled robot."""
+    names = bundled_robots()
+    if name not in names:
+        raise ModelError(name, "", f"not a bundled robot{suggest(name, names)}; bundled: {', '.join(names)}")
+    return robots_directory() / f"{name}.yaml"
+
+
+def load_robot(
+    source: str | os.PathLike[str] | RobotModel = DEFAULT_ROBOT,
+    base_link: str | None = None,
+    tip_link: str | None = None,
+) -> RobotModel:
+    """Load a robot model.
+
+    ``source``: a bundled robot name (``"puma560"``, see :func:`bundled_robots`), a DH YAML file,
+    a URDF file, or URDF XML text (a ``robot_description``). ``base_link``/``tip_link`` choose the
+    chain of a URDF (see :mod:`robot_dynamics.io.urdf`). A :class:`RobotModel` is returned as is.
+    Errors are :class:`robot_dynamics.errors.ModelError` naming the file and the field.
+    """
+    if isinstance(source, RobotModel):
+        if base_link is not None or tip_link is not None:
+            raise ModelError(source.name, "base_link/tip_link", "only apply when loading a URDF")
+        return source
+    if isinstance(source, str) and looks_like_xml(source):
+        return loads_urdf(source, base_link=base_link, tip_link=tip_link)
+    text = os.fspath(source)
+    if not isinstance(text, str):
+        raise ModelError(repr(source), "", "expected a robot name, a file path or URDF XML text")
+    path = Path(text).expanduser()
+    is_name = isinstance(source, str) and os.sep not in text and "/" not in text and not path.suffix
+    if is_name and not path.exists():
+        path = bundled_robot_path(text)
+    elif not path.is_file():
+        hint = ""
+        if is_name or not path.suffix:
+            hint = f"{suggest(text, bundled_robots())}; bundled robots: {', '.join(bundled_robots())}"
+        raise ModelError(text, "", f"no such file, and not URDF XML text{hint}")
+    suffix = path.suffix.lower()
+    if suffix in _URDF_SUFFIXES or (suffix not in _YAML_SUFFIXES and _starts_with_xml(path)):
+        return load_urdf(path, base_link=base_link, tip_link=tip_link)
+    if base_link is not None or tip_link is not None:
+        raise ModelError(path.name, "base_link/tip_link", "only apply to URDF sources (a DH file is one chain)")
+    return load_dh_yaml(path)
+
+
+def _starts_with_xml(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return looks_like_xml(handle.read(256))
+    except OSError:
+        return False

@@ -1,0 +1,96 @@
+"""Independent reference for the models tests: world-frame kinematics and Newton-Euler, one state at a time.
+
+Written from the textbook equations (Fu 3.3-53..57 in the world frame) with plain loops; used to
+check that loaded models carry the right parameters (against Pinocchio, Robotics Toolbox and the
+seeds' closed forms) without depending on the engine under test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from robot_dynamics.model import RobotModel, axis_angle_matrix
+
+
+def joint_motion(model: RobotModel, i: int, qi: float) -> np.ndarray:
+    joint = model.joints[i]
+    motion = np.eye(4)
+    if joint.is_prismatic:
+        motion[:3, 3] = joint.axis * qi
+    else:
+        motion[:3, :3] = axis_angle_matrix(joint.axis, qi)
+    return motion
+
+
+def link_frames(model: RobotModel, q: np.ndarray) -> list[np.ndarray]:
+    """World poses of F_1..F_n, then the tool."""
+    pose = model.base.copy()
+    frames = []
+    for i, joint in enumerate(model.joints):
+        pose = pose @ joint.origin @ joint_motion(model, i, float(q[i]))
+        frames.append(pose)
+    frames.append(pose @ model.tool)
+    return frames
+
+
+def world_inertials(model: RobotModel, q: np.ndarray) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """(mass, world c.o.m., world inertia about the c.o.m.) of every link."""
+    out = []
+    for joint, pose in zip(model.joints, link_frames(model, q)[:-1], strict=False):
+        r = pose[:3, :3]
+        out.append((joint.link.mass, pose[:3, :3] @ joint.link.com + pose[:3, 3], r @ joint.link.inertia @ r.T))
+    return out
+
+
+def rnea(model: RobotModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, gravity: bool = True) -> np.ndarray:
+    """Rigid-body joint torques (no motor inertia, no friction), world-frame recursive Newton-Euler."""
+    n = model.dof
+    frames = link_frames(model, q)
+    w = np.zeros(3)
+    wd = np.zeros(3)
+    a = -model.gravity if gravity else np.zeros(3)  # fictitious base acceleration -g
+    p_prev = model.base[:3, 3]
+    forces, moments, coms, axes, origins = [], [], [], [], []
+    for i, joint in enumerate(model.joints):
+        pose = frames[i]
+        z = pose[:3, :3] @ joint.axis
+        p = pose[:3, 3]
+        r = p - p_prev
+        a = a + np.cross(wd, r) + np.cross(w, np.cross(w, r))
+        if joint.is_prismatic:
+            a = a + 2.0 * np.cross(w, z * qd[i]) + z * qdd[i]
+        else:
+            wd = wd + z * qdd[i] + np.cross(w, z * qd[i])
+            w = w + z * qd[i]
+        rot = pose[:3, :3]
+        c = rot @ joint.link.com + p
+        rc = c - p
+        ac = a + np.cross(wd, rc) + np.cross(w, np.cross(w, rc))
+        inertia = rot @ joint.link.inertia @ rot.T
+        forces.append(joint.link.mass * ac)
+        moments.append(inertia @ wd + np.cross(w, inertia @ w))
+        coms.append(c)
+        axes.append(z)
+        origins.append(p)
+        p_prev = p
+    tau = np.zeros(n)
+    f_next = np.zeros(3)
+    n_next = np.zeros(3)
+    for i in reversed(range(n)):
+        p_next = origins[i + 1] if i + 1 < n else origins[i]
+        f = forces[i] + f_next
+        m = moments[i] + np.cross(coms[i] - origins[i], forces[i]) + np.cross(p_next - origins[i], f_next) + n_next
+        tau[i] = axes[i] @ (f if model.joints[i].is_prismatic else m)
+        f_next, n_next = f, m
+    return tau
+
+
+def mass_matrix(model: RobotModel, q: np.ndarray) -> np.ndarray:
+    n = model.dof
+    zero = np.zeros(n)
+    return np.column_stack([rnea(model, q, zero, np.eye(n)[k], gravity=False) for k in range(n)])
+
+
+def gravity_torques(model: RobotModel, q: np.ndarray) -> np.ndarray:
+    zero = np.zeros(model.dof)
+    return rnea(model, q, zero, zero)
