@@ -1,0 +1,195 @@
+"""``robot-dynamics id | coefficients | fd``: the engine from the command line.
+
+  robot-dynamics id ROBOT --q 0 pi/2 -pi/2 0 0 0 --qd ... --qdd ... [--breakdown] [--json]
+  robot-dynamics coefficients ROBOT --q ... --qd ... [--tensor] [--json]
+  robot-dynamics fd ROBOT --q ... --qd ... --tau ... [--json]
+
+ROBOT is a bundled name (``puma560``), a DH YAML or a URDF file. Joint values are numbers separated
+by spaces or commas; ``pi`` and arithmetic (``pi/2``, ``-3*pi/4``) are allowed, or the name of one of
+the robot's named poses (``--q qr``). Missing vectors are zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..errors import StateError
+from ..model import FloatArray, RobotModel
+
+_OPERATORS: dict[type, Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def _number(text: str, option: str) -> float:
+    """A number or a small arithmetic expression with ``pi`` (no names, calls or attributes)."""
+
+    def evaluate(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id == "pi":
+            return math.pi
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return float(_OPERATORS[type(node.op)](evaluate(node.left), evaluate(node.right)))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            return float(_OPERATORS[type(node.op)](evaluate(node.operand)))
+        raise ValueError
+
+    try:
+        return evaluate(ast.parse(text.strip(), mode="eval").body)
+    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError):
+        raise StateError(f"{option}: {text!r} is not a number (numbers, pi and + - * / are allowed)") from None
+
+
+def parse_vector(tokens: list[str] | None, model: RobotModel, option: str, size: int | None = None) -> FloatArray:
+    """Joint values from the command line (see the module docstring)."""
+    n = model.dof if size is None else size
+    if not tokens:
+        return np.zeros(n)
+    if len(tokens) == 1 and tokens[0] in model.named_poses and size is None:
+        return np.array(model.named_poses[tokens[0]], dtype=float)
+    parts = [p for token in tokens for p in token.replace(",", " ").split()]
+    values = np.array([_number(p, option) for p in parts])
+    if values.shape != (n,):
+        poses = f"; named poses: {sorted(model.named_poses)}" if model.named_poses and size is None else ""
+        raise StateError(f"{option}: expected {n} values for robot {model.name!r}, got {len(values)}{poses}")
+    return values
+
+
+def _load(args: argparse.Namespace) -> RobotModel:
+    from .. import load_robot
+
+    return load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link)
+
+
+def _add_common(parser: argparse.ArgumentParser, vectors: list[tuple[str, str]]) -> None:
+    parser.add_argument("robot", metavar="ROBOT", help="bundled robot name, DH YAML or URDF file")
+    parser.add_argument("--base-link", default=None, help="URDF: chain base link")
+    parser.add_argument("--tip-link", default=None, help="URDF: chain tip link")
+    for name, text in vectors:
+        parser.add_argument(f"--{name}", nargs="+", metavar="V", help=text)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _table(names: list[str], columns: dict[str, FloatArray]) -> str:
+    width = max(8, *(len(n) for n in names))
+    head = "joint".ljust(width) + "".join(k.rjust(16) for k in columns)
+    rows = [head]
+    for i, name in enumerate(names):
+        rows.append(name.ljust(width) + "".join(f"{float(v[i]):16.6g}" for v in columns.values()))
+    return "\n".join(rows)
+
+
+def _matrix(name: str, value: FloatArray) -> str:
+    with np.printoptions(precision=6, suppress=True, linewidth=160):
+        return f"{name} =\n{np.array2string(np.asarray(value))}"
+
+
+def _run_id(args: argparse.Namespace) -> int:
+    from ..dynamics import inverse_dynamics
+
+    model = _load(args)
+    q, qd, qdd = (parse_vector(getattr(args, k), model, f"--{k}") for k in ("q", "qd", "qdd"))
+    wrench = parse_vector(args.wrench, model, "--wrench", size=6) if args.wrench else None
+    result = inverse_dynamics(
+        model,
+        q,
+        qd,
+        qdd,
+        friction=not args.no_friction,
+        wrench=wrench,
+        breakdown=True,
+        smooth=args.smooth,
+        wrench_frame=args.wrench_frame,
+    )
+    columns = {"tau": result.total}
+    if args.breakdown:
+        columns |= {
+            "inertial": result.inertial,
+            "motor_inertia": result.motor_inertia,
+            "coriolis_centr.": result.coriolis_centrifugal,
+            "gravity": result.gravity,
+            "tool_wrench": result.tool_wrench,
+            "friction": result.friction,
+        }
+    if args.json:
+        keys = ("inertial", "coriolis_centrifugal", "gravity", "friction", "motor_inertia", "tool_wrench")
+        payload: dict[str, Any] = {"robot": model.name, "joint_names": model.joint_names, "tau": result.total.tolist()}
+        if args.breakdown:
+            payload["breakdown"] = {k: getattr(result, k).tolist() for k in keys}
+        print(json.dumps(payload))
+    else:
+        print(_table(model.joint_names, columns))
+    return 0
+
+
+def _run_coefficients(args: argparse.Namespace) -> int:
+    from ..dynamics import coriolis_centrifugal, coriolis_matrix, coriolis_tensor, gravity_torques, inertia_matrix
+
+    model = _load(args)
+    q, qd = (parse_vector(getattr(args, k), model, f"--{k}") for k in ("q", "qd"))
+    values = {
+        "D": inertia_matrix(model, q),
+        "h": coriolis_centrifugal(model, q, qd),
+        "c": gravity_torques(model, q),
+        "C": coriolis_matrix(model, q, qd),
+    }
+    if args.tensor:
+        values["h_ikm"] = coriolis_tensor(model, q)
+    if args.json:
+        payload = {"robot": model.name, "joint_names": model.joint_names, "q": q.tolist(), "qd": qd.tolist()}
+        payload |= {k: v.tolist() for k, v in values.items()}
+        print(json.dumps(payload))
+    else:
+        print(f"robot {model.name} (tau = D qdd + h + c; h = C qd; Fu's letters)")
+        print("\n".join(_matrix(k, v) for k, v in values.items()))
+    return 0
+
+
+def _run_fd(args: argparse.Namespace) -> int:
+    from ..dynamics import forward_dynamics
+
+    model = _load(args)
+    q, qd, tau = (parse_vector(getattr(args, k), model, f"--{k}") for k in ("q", "qd", "tau"))
+    qdd = forward_dynamics(model, q, qd, tau, friction=not args.no_friction)
+    if args.json:
+        print(json.dumps({"robot": model.name, "joint_names": model.joint_names, "qdd": qdd.tolist()}))
+    else:
+        print(_table(model.joint_names, {"qdd": qdd}))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("id", help="inverse dynamics: joint torques for q, qd, qdd")
+    _add_common(parser, [("q", "joint positions"), ("qd", "joint velocities"), ("qdd", "joint accelerations")])
+    parser.add_argument("--no-friction", action="store_true", help="rigid body (+ motor inertia) only")
+    parser.add_argument("--smooth", action="store_true", help="chatter-free friction variants")
+    parser.add_argument(
+        "--wrench", nargs="+", metavar="V", help="tool load [fx fy fz nx ny nz] exerted on the environment"
+    )
+    parser.add_argument("--wrench-frame", choices=("tool", "base", "world"), default="tool")
+    parser.add_argument("--breakdown", action="store_true", help="show the terms of the torque")
+    parser.set_defaults(func=_run_id)
+
+    parser = subparsers.add_parser("coefficients", help="D, h, c and the Coriolis matrix C at q, qd")
+    _add_common(parser, [("q", "joint positions"), ("qd", "joint velocities")])
+    parser.add_argument("--tensor", action="store_true", help="also print h_ikm")
+    parser.set_defaults(func=_run_coefficients)
+
+    parser = subparsers.add_parser("fd", help="forward dynamics: joint accelerations for q, qd, tau")
+    _add_common(parser, [("q", "joint positions"), ("qd", "joint velocities"), ("tau", "joint torques")])
+    parser.add_argument("--no-friction", action="store_true", help="ignore friction")
+    parser.set_defaults(func=_run_fd)

@@ -1,0 +1,61 @@
+"""The numerical dynamics engine (issue 4): NumPy/SciPy, no ROS.
+
+One algorithm per module:
+
+* :mod:`.kinematics` forward kinematics of every frame, tool pose, geometric Jacobian;
+* :mod:`.rnea` recursive Newton–Euler in link frames (Fu 3.3-50..58) with joint reactions;
+* :mod:`.crba` inertia matrix by composite rigid bodies;
+* :mod:`.lagrange_euler` the reference Lagrange–Euler formulation (Fu 3.2, U_ij, U_ijk, J_i);
+* :mod:`.coefficients` D, h, h_ikm, Christoffel C, c, ROBMAT's M, B, C, G;
+* :mod:`.inverse` inverse dynamics with friction, tool wrench and breakdown;
+* :mod:`.forward` forward dynamics (Cholesky); :mod:`.simulate` integration (solve_ivp);
+* :mod:`.energy` kinetic and potential energy.
+
+Every function takes one state ``(n,)`` or a batch ``(N, n)``. The recursive algorithms are compiled
+per model into straight-line programs with the model's constants folded in (:mod:`._trace`,
+:mod:`._kernels`): Python floats for one state, NumPy arrays for a batch — or, with the native
+backend (:mod:`.native`: ``backend="native"``, :func:`prepare`, :func:`set_default_backend`), C
+compiled from the same programs.
+"""
+
+from .coefficients import (
+    RobmatCoefficients,
+    coriolis_centrifugal,
+    coriolis_matrix,
+    coriolis_tensor,
+    gravity_torques,
+    inertia_matrix,
+    robmat_coefficients,
+)
+from .energy import kinetic_energy, potential_energy
+from .forward import forward_dynamics
+from .inverse import InverseDynamicsBreakdown, inverse_dynamics, rnea_with_reactions
+from .kinematics import com_positions, forward_kinematics, frame_poses, jacobian
+from .native import default_backend, prepare, set_default_backend
+from .simulate import SimulationResult, TorqueProfile, simulate
+
+__all__ = [
+    "InverseDynamicsBreakdown",
+    "RobmatCoefficients",
+    "SimulationResult",
+    "TorqueProfile",
+    "com_positions",
+    "coriolis_centrifugal",
+    "coriolis_matrix",
+    "coriolis_tensor",
+    "default_backend",
+    "forward_dynamics",
+    "forward_kinematics",
+    "frame_poses",
+    "gravity_torques",
+    "inertia_matrix",
+    "inverse_dynamics",
+    "jacobian",
+    "kinetic_energy",
+    "potential_energy",
+    "prepare",
+    "rnea_with_reactions",
+    "robmat_coefficients",
+    "set_default_backend",
+    "simulate",
+]

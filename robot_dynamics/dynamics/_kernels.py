@@ -1,0 +1,254 @@
+"""Per-model compiled programs of the engine's algorithms, and how to run them on states.
+
+``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.forward`) for one model
+on first use, folding its constants (:mod:`._trace`), and caches the compiled programs on the model
+object. ``run(kernel, batch, values)`` evaluates one state with Python floats or a batch with NumPy
+arrays, ``CHUNK`` samples at a time (one ufunc per operation and chunk: vectorised over samples,
+joints unrolled; the chunk keeps the working set in cache). ``evaluate(K, native, key, ...)`` runs a
+kernel on the model's native library when one is in use (:mod:`.native`), else as Python.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..model import FloatArray, RobotModel
+from ._chain import Chain, chain_of
+from ._sincos import sincos
+from ._trace import Kernel, Scalar, Tape
+from ._vector import Vec3
+from .crba import composite_inertia_matrix
+from .rnea import newton_euler
+
+if TYPE_CHECKING:
+    from .native import NativeModel
+
+CHUNK = 4096
+
+_CACHE: dict[int, tuple[weakref.ref[RobotModel], ModelKernels]] = {}  # by id(model), dropped with the model
+_LOCK = threading.Lock()
+
+
+class ModelKernels:
+    """The compiled programs of one model, built lazily."""
+
+    def __init__(self, model: RobotModel) -> None:
+        self.chain: Chain = chain_of(model)
+        self.n = model.dof
+        self.has_friction = model.has_friction
+        self.motor_inertia_in_d = model.motor_inertia_in_d
+        self.reflected_motor_inertia: FloatArray = np.array(model.arrays.reflected_motor_inertia)
+        self._built: dict[tuple[Any, ...], Kernel] = {}
+        self._lock = threading.Lock()
+        self._needs_reactions: bool | None = None
+        self.generated_backend: Any = None  # the symbolic package's backend, once asked for
+        self.native: NativeModel | None = None  # the backend=None library, set by native.prepare
+        self.native_library: NativeModel | bool | None = None  # loaded library; False: unavailable
+        self.pinned_python = False  # native.prepare(model, "python"): backend=None stays Python
+        self._friction_programs: dict[tuple[bool, str], Any] = {}
+
+    def needs_reactions(self, model: RobotModel) -> bool:
+        """Whether the model's friction needs the joint reactions (load-dependent bearing friction)."""
+        if self._needs_reactions is None:
+            from ..friction import needs_reactions
+
+            self._needs_reactions = bool(needs_reactions(model))
+        return self._needs_reactions
+
+    def friction_program(self, model: RobotModel, smooth: bool, kind: str) -> Any:
+        """The friction package's compiled single-state program returning ``tau + friction``."""
+        found = self._friction_programs.get((smooth, kind))
+        if found is None:
+            from ..friction import scalar_friction
+
+            found = scalar_friction(model, smooth=smooth, smooth_kind=kind, include_tau=True)
+            self._friction_programs[(smooth, kind)] = found
+        return found
+
+    def kernel(self, key: tuple[Any, ...]) -> Kernel:
+        """The kernel of a key: ``("rnea", velocity, acceleration, gravity, motor, load, reactions)``,
+        ``("inertia", motor)``, ``("forward", motor, load)`` or ``("coriolis_tensor",)``."""
+        found = self._built.get(key)
+        if found is not None:
+            return found
+        kind = key[0]
+        if kind == "rnea":
+            velocity, acceleration, gravity, motor, load, reactions = key[1:]
+            return self.rnea(
+                velocity=velocity,
+                acceleration=acceleration,
+                gravity=gravity,
+                motor=motor,
+                load=load,
+                reactions=reactions,
+            )
+        if kind == "inertia":
+            return self.inertia(key[1])
+        if kind == "forward":
+            return self.forward(key[1], key[2])
+        if kind == "coriolis_tensor":
+            return self.coriolis_tensor()
+        raise KeyError(f"unknown kernel {key!r}")
+
+    def _get(self, key: tuple[Any, ...], build: Any) -> Kernel:
+        kernel = self._built.get(key)
+        if kernel is None:
+            with self._lock:
+                kernel = self._built.get(key)
+                if kernel is None:
+                    kernel = build()
+                    self._built[key] = kernel
+        return kernel
+
+    # -- inverse dynamics ---------------------------------------------------------------------
+    def rnea(
+        self,
+        *,
+        velocity: bool = True,
+        acceleration: bool = True,
+        gravity: bool = True,
+        motor: bool = False,
+        load: bool = False,
+        reactions: bool = False,
+    ) -> Kernel:
+        """Newton–Euler torques (then ``f``, ``n`` flattened when ``reactions``).
+
+        Arguments of the program: ``q``, then ``qd`` / ``qdd`` / ``w`` (the tool load, 6) if enabled.
+        A disabled velocity or acceleration is the constant 0, folded away.
+        """
+        key = ("rnea", velocity, acceleration, gravity, motor, load, reactions)
+        found = self._built.get(key)
+        if found is not None:
+            return found
+
+        def build() -> Kernel:
+            tape = Tape()
+            n = self.n
+            q = tape.input("q", n)
+            qd: list[Scalar] = tape.input("qd", n) if velocity else [0.0] * n
+            qdd: list[Scalar] = tape.input("qdd", n) if acceleration else [0.0] * n
+            wrench = tape.input("w", 6) if load else None
+            base = -self.chain.gravity if gravity else Vec3.zero()
+            loads = (Vec3(*wrench[:3]), Vec3(*wrench[3:])) if wrench is not None else None
+            tau, f, m = newton_euler(self.chain, q, qd, qdd, base, loads)
+            if motor and acceleration:
+                tau = [t + jm * a for t, jm, a in zip(tau, self.reflected_motor_inertia.tolist(), qdd, strict=True)]
+            outputs = list(tau)
+            if reactions:
+                outputs += [c for v in f for c in v] + [c for v in m for c in v]
+            return tape.compile("rnea", outputs)
+
+        return self._get(key, build)
+
+    # -- inertia matrix, forward dynamics -----------------------------------------------------
+    def inertia(self, motor: bool) -> Kernel:
+        """D(q), row-major ``n*n`` outputs."""
+
+        def build() -> Kernel:
+            tape = Tape()
+            D = composite_inertia_matrix(self.chain, tape.input("q", self.n), motor)
+            return tape.compile("inertia", [d for row in D for d in row])
+
+        return self._get(("inertia", motor), build)
+
+    def forward(self, motor: bool, load: bool) -> Kernel:
+        """qdd = D^-1 (tau - h - c [- J^T w]) with a Cholesky factorisation; arguments q, qd, tau[, w]."""
+
+        def build() -> Kernel:
+            from .forward import cholesky_solve
+
+            tape = Tape()
+            n = self.n
+            q, qd, tau = tape.input("q", n), tape.input("qd", n), tape.input("tau", n)
+            wrench = tape.input("w", 6) if load else None
+            loads = (Vec3(*wrench[:3]), Vec3(*wrench[3:])) if wrench is not None else None
+            bias, _, _ = newton_euler(self.chain, q, qd, [0.0] * n, -self.chain.gravity, loads)
+            D = composite_inertia_matrix(self.chain, q, motor)
+            qdd = cholesky_solve(D, [t - b for t, b in zip(tau, bias, strict=True)])
+            return tape.compile("forward", qdd)
+
+        return self._get(("forward", motor, load), build)
+
+    # -- velocity coupling ----------------------------------------------------------------------
+    def coriolis_tensor(self) -> Kernel:
+        """h_ikm (Fu 3.2-33), ``n*n*n`` outputs, by probing the velocity terms of Newton–Euler.
+
+        h(q, qd) is a quadratic form in qd, so with unit velocities e_k:
+        h_ikk = h_i(e_k) and h_ikm = h_imk = (h_i(e_k + e_m) - h_i(e_k) - h_i(e_m)) / 2.
+        The unit velocities are constants: each probe folds to a small program.
+        """
+
+        def build() -> Kernel:
+            tape = Tape()
+            n = self.n
+            q = tape.input("q", n)
+            zero = [0.0] * n
+
+            def h(velocity: list[float]) -> list[Scalar]:
+                return newton_euler(self.chain, q, velocity, zero, Vec3.zero())[0]
+
+            unit = [h([1.0 if j == k else 0.0 for j in range(n)]) for k in range(n)]
+            H: list[Scalar] = [0.0] * (n * n * n)
+            for k in range(n):
+                for i in range(n):
+                    H[(i * n + k) * n + k] = unit[k][i]
+                for m in range(k + 1, n):
+                    pair = h([1.0 if j in (k, m) else 0.0 for j in range(n)])
+                    for i in range(n):
+                        value = (pair[i] - unit[k][i] - unit[m][i]) * 0.5
+                        H[(i * n + k) * n + m] = H[(i * n + m) * n + k] = value
+            return tape.compile("coriolis_tensor", H)
+
+        return self._get(("coriolis_tensor",), build)
+
+
+def kernels(model: RobotModel) -> ModelKernels:
+    """The compiled programs of ``model`` (built on first use, kept while the model lives)."""
+    entry = _CACHE.get(id(model))
+    if entry is not None and entry[0]() is model:
+        return entry[1]
+    with _LOCK:
+        entry = _CACHE.get(id(model))
+        if entry is not None and entry[0]() is model:
+            return entry[1]
+        found = ModelKernels(model)
+        key = id(model)
+
+        def forget(ref: weakref.ref[RobotModel]) -> None:
+            if _CACHE.get(key, (None,))[0] is ref:
+                del _CACHE[key]
+
+        _CACHE[key] = (weakref.ref(model, forget), found)
+        return found
+
+
+def evaluate(
+    K: ModelKernels, native: NativeModel | None, key: tuple[Any, ...], batch: bool, values: Sequence[Any]
+) -> FloatArray:
+    """Kernel ``key`` on validated values: on the native library if given (and it holds the kernel),
+    else the Python program (:func:`run`)."""
+    if native is not None:
+        out = native.run(key, batch, values)
+        if out is not None:
+            return out
+    return run(K.kernel(key), batch, values)
+
+
+def run(kernel: Kernel, batch: bool, values: Sequence[Any]) -> FloatArray:
+    """Evaluate ``kernel`` on validated values (see :mod:`._state`): ``(k,)`` or ``(N, k)`` result."""
+    if not batch:
+        return np.array(kernel.scalar(*values), dtype=float)
+    count = values[0].shape[0]
+    out = np.empty((count, kernel.n_outputs))
+    for start in range(0, count, CHUNK):
+        stop = min(start + CHUNK, count)
+        # a fresh contiguous (k, chunk) block per argument: one row per variable, hot in cache
+        rows = [np.ascontiguousarray(v[start:stop].T) for v in values]
+        for j, column in enumerate(kernel.array(*rows, *sincos(rows[0]))):
+            out[start:stop, j] = column
+    return out

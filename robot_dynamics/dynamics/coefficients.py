@@ -1,0 +1,146 @@
+"""Lagrange–Euler coefficients with Fu's letters, and ROBMAT's configuration-space form.
+
+  tau = D(q) qdd + h(q, qd) + c(q)                                     (Fu 3.2-26)
+  h_i = sum_k sum_m h_ikm qd_k qd_m,   h_ikm = h_imk,  h_iii = 0          (3.2-32, 3.2-33)
+  h = C(q, qd) qd with C_ij = sum_k h_ijk qd_k, where h_ijk are the Christoffel symbols
+      1/2 (dD_ij/dq_k + dD_ik/dq_j - dD_jk/dq_i), so that dD/dt - 2 C is skew-symmetric
+  ROBMAT (seed 002): F = M q'' + 2 B [q'q'] + C [q'^2] + G with M = D, B[i, (j,k)] = h_ijk (j < k,
+      columns (1,2), (1,3) .. (1,n), (2,3) .. (n-1,n)), C[i, j] = h_ijj, G = c.
+
+Fast paths (the reference is :mod:`.lagrange_euler`): D by the composite-rigid-body algorithm
+(:mod:`.crba`); h, c by Newton–Euler with qdd = 0 and without/with gravity; h_ikm by probing the
+Newton–Euler velocity terms with unit velocities (exact: h is a quadratic form in qd).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..model import FloatArray, RobotModel
+from ._kernels import evaluate, kernels
+from ._state import fast_single, states
+from .inverse import _native_backend
+
+
+def inertia_matrix(
+    model: RobotModel, q: Any, *, motor_inertia: bool | None = None, backend: str | None = None
+) -> FloatArray:
+    """``D(q)`` ``(..., n, n)``, symmetric positive definite; includes ``G^2 Jm`` on the diagonal when
+    ``motor_inertia`` (default ``model.motor_inertia_in_d``). ``backend``: see :mod:`.native`."""
+    K = kernels(model)
+    motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
+    native = K.native if backend is None and K.native is not None else _native_backend(model, K, backend)
+    n = K.n
+    if native is not None:
+        out = native.inertia[motor](q)
+        if out is not None:
+            return out  # (n, n)
+    else:
+        lists = fast_single(n, q)
+        if lists is not None:  # one state: the Python-float program
+            return np.array(K.inertia(motor).scalar(*lists)).reshape(n, n)
+    batch, values = states(model, q=q)
+    out = evaluate(K, native, ("inertia", motor), batch, values)
+    return out.reshape(*out.shape[:-1], n, n)
+
+
+_GRAVITY = ("rnea", False, False, True, False, False, False)
+_VELOCITY = ("rnea", True, False, False, False, False, False)
+
+
+def coriolis_centrifugal(model: RobotModel, q: Any, qd: Any, *, backend: str | None = None) -> FloatArray:
+    """``h(q, qd)`` ``(..., n)``: the Coriolis and centrifugal torques."""
+    K = kernels(model)
+    native = K.native if backend is None and K.native is not None else _native_backend(model, K, backend)
+    if native is not None:
+        out = native.velocity_terms(q, qd)
+        if out is not None:
+            return out
+    else:
+        lists = fast_single(K.n, q, qd)
+        if lists is not None:
+            return np.array(K.kernel(_VELOCITY).scalar(*lists))
+    batch, values = states(model, q=q, qd=qd)
+    return evaluate(K, native, _VELOCITY, batch, values)
+
+
+def gravity_torques(model: RobotModel, q: Any, *, backend: str | None = None) -> FloatArray:
+    """``c(q)`` ``(..., n)``: the gravity loading (``model.gravity``)."""
+    K = kernels(model)
+    native = K.native if backend is None and K.native is not None else _native_backend(model, K, backend)
+    if native is not None:
+        out = native.gravity(q)
+        if out is not None:
+            return out
+    else:
+        lists = fast_single(K.n, q)
+        if lists is not None:
+            return np.array(K.kernel(_GRAVITY).scalar(*lists))
+    batch, values = states(model, q=q)
+    return evaluate(K, native, _GRAVITY, batch, values)
+
+
+def coriolis_tensor(model: RobotModel, q: Any, *, backend: str | None = None) -> FloatArray:
+    """``h_ikm`` ``(..., n, n, n)`` (index order i, k, m), ``h_i = sum_km h_ikm qd_k qd_m``."""
+    K = kernels(model)
+    native = _native_backend(model, K, backend)
+    batch, values = states(model, q=q)
+    out = evaluate(K, native, ("coriolis_tensor",), batch, values)
+    n = model.dof
+    return out.reshape(*out.shape[:-1], n, n, n)
+
+
+def coriolis_matrix(model: RobotModel, q: Any, qd: Any, *, backend: str | None = None) -> FloatArray:
+    """``C(q, qd)`` ``(..., n, n)`` in Christoffel form: ``C qd = h`` and ``dD/dt - 2C`` skew-symmetric."""
+    _, (qs, qds) = states(model, q=q, qd=qd)
+    H = coriolis_tensor(model, np.asarray(qs), backend=backend)
+    return np.asarray(np.einsum("...ijk,...k->...ij", H, np.asarray(qds)))
+
+
+@dataclass(frozen=True, eq=False)
+class RobmatCoefficients:
+    """ROBMAT's ``F = M q'' + 2 B [q'q'] + C [q'^2] + G`` (seed 002) at one or many configurations.
+
+    ``M`` ``(..., n, n)``, ``B`` ``(..., n, n(n-1)/2)`` (columns ``pairs``), ``C`` ``(..., n, n)``,
+    ``G`` ``(..., n)``.
+    """
+
+    M: FloatArray
+    B: FloatArray
+    C: FloatArray
+    G: FloatArray
+    pairs: tuple[tuple[int, int], ...]  # (j, k), 0-based, j < k, in ROBMAT's column order
+
+    def torque(self, qd: Any, qdd: Any) -> FloatArray:
+        """``M qdd + 2 B [qd qd] + C [qd^2] + G`` for matching ``qd``, ``qdd``."""
+        v = np.asarray(qd, dtype=float)
+        products = np.stack([v[..., j] * v[..., k] for j, k in self.pairs], axis=-1) if self.pairs else v[..., :0]
+        return np.asarray(
+            np.einsum("...ij,...j->...i", self.M, np.asarray(qdd, dtype=float))
+            + 2.0 * np.einsum("...ij,...j->...i", self.B, products)
+            + np.einsum("...ij,...j->...i", self.C, v * v)
+            + self.G
+        )
+
+
+def robmat_coefficients(
+    model: RobotModel, q: Any, *, motor_inertia: bool | None = None, backend: str | None = None
+) -> RobmatCoefficients:
+    """ROBMAT's M, B, C, G (seed 002) from D, the Christoffel symbols h_ijk and c."""
+    _, (qs,) = states(model, q=q)
+    qa = np.asarray(qs, dtype=float)
+    n = model.dof
+    H = coriolis_tensor(model, qa, backend=backend)
+    pairs = tuple((j, k) for j in range(n) for k in range(j + 1, n))
+    B = np.stack([H[..., :, j, k] for j, k in pairs], axis=-1) if pairs else np.zeros((*H.shape[:-3], n, 0))
+    C = np.einsum("...ijj->...ij", H)
+    return RobmatCoefficients(
+        M=inertia_matrix(model, qa, motor_inertia=motor_inertia, backend=backend),
+        B=B,
+        C=np.ascontiguousarray(C),
+        G=gravity_torques(model, qa, backend=backend),
+        pairs=pairs,
+    )

@@ -1,0 +1,119 @@
+"""Forward kinematics of every frame, the tool pose and the geometric Jacobian (vectorised NumPy).
+
+Frames follow ``model.py``: ``T_{i-1,i}(q) = X_i M_i(q_i)`` with ``M_i = Rot(axis_i, q_i)`` (revolute,
+Rodrigues ``c E + s [a]x + (1 - c) a a^T``) or ``Trans(axis_i q_i)`` (prismatic);
+``A0_i = T_{0,1} ... T_{i-1,i}`` is the pose of ``F_i`` in the base frame ``F_0`` (Fu's ``0A_i``,
+3.2-6), the tool pose is ``A0_n @ model.tool`` and ``model.base @ ...`` in the world.
+
+Geometric Jacobian of the tool-frame origin ``p_t`` (columns per joint, base-frame components):
+  revolute ``i``:  ``[z_i x (p_t - o_i); z_i]``,   prismatic ``i``: ``[z_i; 0]``
+with ``z_i = R0_i axis_i`` and ``o_i`` the origin of ``F_i``. ``J qd = [v_t; w_t]`` (linear velocity
+of the tool origin, angular velocity).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from ..errors import StateError
+from ..model import FloatArray, RobotModel
+from ._state import as_batch, states
+
+Frame = Literal["base", "world", "tool"]
+
+
+def joint_transforms(model: RobotModel, q: FloatArray) -> FloatArray:
+    """``T_{i-1,i}(q_i)`` for a batch ``q`` of shape ``(N, n)``: ``(N, n, 4, 4)``."""
+    arr = model.arrays
+    count = q.shape[0]
+    s, c = np.sin(q), np.cos(q)
+    a = arr.axis  # (n, 3)
+    K = np.zeros((model.dof, 3, 3))  # [a]x
+    K[:, 0, 1], K[:, 0, 2], K[:, 1, 2] = -a[:, 2], a[:, 1], -a[:, 0]
+    K[:, 1, 0], K[:, 2, 0], K[:, 2, 1] = a[:, 2], -a[:, 1], a[:, 0]
+    aaT = np.einsum("ni,nj->nij", a, a)
+    rotation = (
+        c[:, :, None, None] * np.eye(3) + s[:, :, None, None] * K + (1.0 - c)[:, :, None, None] * aaT
+    )  # Rot(a, q)
+    prismatic = arr.prismatic
+    rotation[:, prismatic] = np.eye(3)
+    motion = np.zeros((count, model.dof, 4, 4))
+    motion[..., :3, :3] = rotation
+    motion[..., 3, 3] = 1.0
+    for i in np.flatnonzero(prismatic):
+        motion[:, i, :3, 3] = a[i] * q[:, i, None]  # Trans(a q)
+    origin = np.zeros((model.dof, 4, 4))
+    origin[:, :3, :3] = arr.origin_rotation
+    origin[:, :3, 3] = arr.origin_translation
+    origin[:, 3, 3] = 1.0
+    return np.asarray(origin @ motion)
+
+
+def _frame_poses(model: RobotModel, q: FloatArray) -> FloatArray:
+    """``A0_i`` for ``i = 1..n`` of a batch: ``(N, n, 4, 4)``."""
+    local = joint_transforms(model, q)
+    poses = np.empty_like(local)
+    current = np.broadcast_to(np.eye(4), (q.shape[0], 4, 4))
+    for i in range(model.dof):  # A0_i = A0_{i-1} T_{i-1,i}
+        current = current @ local[:, i]
+        poses[:, i] = current
+    return poses
+
+
+def _finish(batch: bool, value: FloatArray) -> FloatArray:
+    return value if batch else value[0]
+
+
+def frame_poses(model: RobotModel, q: object) -> FloatArray:
+    """Poses of the joint frames ``F_1..F_n`` in the base frame ``F_0``: ``(..., n, 4, 4)``."""
+    batch, (qs,) = states(model, q=q)
+    return _finish(batch, _frame_poses(model, as_batch(batch, [qs])[0]))
+
+
+def forward_kinematics(model: RobotModel, q: object, *, frame: Frame = "world") -> FloatArray:
+    """Tool pose ``(..., 4, 4)``: in the world (``model.base`` applied, the default) or in ``F_0`` ("base")."""
+    batch, (qs,) = states(model, q=q)
+    qb = as_batch(batch, [qs])[0]
+    tool = model.tool if model.dof == 0 else _frame_poses(model, qb)[:, -1] @ model.tool
+    if frame == "world":
+        tool = model.base @ tool
+    elif frame != "base":
+        raise StateError(f"frame: expected 'world' or 'base', got {frame!r}")
+    return _finish(batch, np.asarray(tool))
+
+
+def com_positions(model: RobotModel, q: object) -> FloatArray:
+    """Centres of mass of the links in the base frame ``F_0``: ``(..., n, 3)``."""
+    batch, (qs,) = states(model, q=q)
+    poses = _frame_poses(model, as_batch(batch, [qs])[0])
+    com = np.einsum("Nnij,nj->Nni", poses[..., :3, :3], model.arrays.com) + poses[..., :3, 3]
+    return _finish(batch, com)
+
+
+def jacobian(model: RobotModel, q: object, *, frame: Frame = "base") -> FloatArray:
+    """Geometric Jacobian ``(..., 6, n)`` of the tool frame origin, rows ``[v; w]``.
+
+    ``frame`` selects the coordinates of ``v`` and ``w``: ``"base"`` (``F_0``, default), ``"world"`` or
+    ``"tool"`` (the tool frame's axes). The velocity is always that of the tool-frame origin.
+    """
+    if frame not in ("base", "world", "tool"):
+        raise StateError(f"frame: expected 'base', 'world' or 'tool', got {frame!r}")
+    batch, (qs,) = states(model, q=q)
+    qb = as_batch(batch, [qs])[0]
+    poses = _frame_poses(model, qb)
+    tool = poses[:, -1] @ model.tool
+    z = np.einsum("Nnij,nj->Nni", poses[..., :3, :3], model.arrays.axis)  # z_i = R0_i axis_i
+    lever = tool[:, None, :3, 3] - poses[..., :3, 3]  # p_t - o_i
+    prismatic = model.arrays.prismatic
+    J = np.zeros((qb.shape[0], 6, model.dof))
+    J[:, :3, :] = np.where(prismatic[:, None], z, np.cross(z, lever)).transpose(0, 2, 1)
+    J[:, 3:, :] = np.where(prismatic[:, None], 0.0, z).transpose(0, 2, 1)
+    if frame == "world":
+        r = model.base[:3, :3]
+        J = np.asarray(np.concatenate([r @ J[:, :3], r @ J[:, 3:]], axis=1))
+    elif frame == "tool":
+        rt = tool[:, :3, :3].transpose(0, 2, 1)
+        J = np.asarray(np.concatenate([rt @ J[:, :3], rt @ J[:, 3:]], axis=1))
+    return _finish(batch, J)
