@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES: tuple[str, ...] = ("models", "dynamics")
+COMMAND_MODULES: tuple[str, ...] = ("models", "dynamics", "symbolic")
 
 
 def build_parser() -> argparse.ArgumentParser:
