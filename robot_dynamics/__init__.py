@@ -31,6 +31,7 @@ from .friction import (
     thesis_breakdown,
 )
 from .io.robots import DEFAULT_ROBOT, bundled_robots, load_robot
+from .trajectory import JointTrajectorySampler, TrajectorySample
 
 __version__ = "0.1.0"
 
@@ -38,10 +39,12 @@ __all__ = [
     "DEFAULT_ROBOT",
     "FrictionTerms",
     "InverseDynamicsBreakdown",
+    "JointTrajectorySampler",
     "RobmatCoefficients",
     "SimulationResult",
     "ThesisBreakdown",
     "TorqueProfile",
+    "TrajectorySample",
     "__version__",
     "apply_friction",
     "bundled_robots",

@@ -1,0 +1,66 @@
+"""Feed-forward torque node + dynamics service node (ROS 2 Jazzy / Kilted).
+
+    ros2 launch robot_dynamics dynamics.launch.py robot_config:=puma560 friction:=true namespace:=arm
+    ros2 launch robot_dynamics dynamics.launch.py urdf:=/path/to/robot.urdf
+
+Arguments: ``robot_config`` (bundled robot name or DH YAML path), ``urdf`` (URDF file, preferred when
+given), ``friction`` (true/false), ``namespace``, ``params_file`` (node parameters, default
+``config/robot_dynamics.yaml``), ``use_robot_description_topic`` (take the URDF from the
+``robot_description`` topic instead). Without launch_ros, ``robot_dynamics_bringup`` starts the same
+nodes with the same parameter file.
+"""
+
+from __future__ import annotations
+
+from launch import LaunchContext, LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from robot_dynamics.ros.launch_support import default_params_file, parse_bool, robot_parameters
+
+ARGUMENTS = {
+    "robot_config": ("", "bundled robot name or DH YAML path (empty = the default robot, puma560)"),
+    "urdf": ("", "URDF file of the robot (used instead of robot_config when given)"),
+    "friction": ("true", "friction compensation on/off"),
+    "namespace": ("", "namespace of the nodes"),
+    "params_file": (default_params_file(), "node parameter file"),
+    "use_robot_description_topic": ("false", "take the URDF from the robot_description topic"),
+}
+
+
+def dynamics_nodes(context: LaunchContext) -> list[Node]:
+    arg = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+    shared = robot_parameters(arg["robot_config"], arg["urdf"], arg["friction"])
+    if parse_bool(arg["use_robot_description_topic"], "use_robot_description_topic"):
+        shared.pop("robot_description", None)
+        shared["use_robot_description_topic"] = True
+    params = [arg["params_file"], shared]
+    return [
+        Node(
+            package="robot_dynamics",
+            executable="feedforward_node",
+            name="feedforward_node",
+            namespace=arg["namespace"],
+            parameters=params,
+            output="screen",
+        ),
+        Node(
+            package="robot_dynamics",
+            executable="dynamics_service_node",
+            name="dynamics_service_node",
+            namespace=arg["namespace"],
+            parameters=params,
+            output="screen",
+        ),
+    ]
+
+
+def generate_launch_description() -> LaunchDescription:
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(name, default_value=value, description=text)
+            for name, (value, text) in ARGUMENTS.items()
+        ]
+        + [OpaqueFunction(function=dynamics_nodes)]
+    )

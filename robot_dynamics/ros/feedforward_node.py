@@ -1,0 +1,310 @@
+"""Feed-forward torque node: joint states (+ desired trajectory) → joint torques, on every joint state.
+
+Subscribes
+    ``joint_states`` (sensor_msgs/JointState): measured state, matched by joint name (any order, extra
+    joints ignored, empty velocity = zero);
+    ``joint_trajectory`` (trajectory_msgs/JointTrajectory): desired motion, every model joint named.
+    ``header.stamp`` zero = start on receipt; otherwise start at that time (a later trajectory replaces
+    the current one when it starts). If the first point is after ``t = 0`` the motion starts from the
+    measured state (ROS semantics).
+Publishes, for each accepted joint state
+    ``feedforward/commands`` (std_msgs/Float64MultiArray): torques in model joint order (layout one dim
+    ``joints``), ready for ros2_control's ``effort_controllers/JointGroupEffortController``;
+    ``feedforward/efforts`` (sensor_msgs/JointState): the same with joint names, ``effort`` = torques,
+    ``position``/``velocity`` = the state they were computed for, ``header.stamp`` = the sample time.
+
+Torques: while a trajectory is active, the inverse dynamics (Newton–Euler, Fu 3.3-50..58) at the
+desired ``q, qd, qdd`` sampled at the joint state's stamp (node clock if zero), plus friction at the
+desired or measured velocity (parameter ``friction_velocity``); otherwise gravity + friction
+compensation at the measured state, ``c(q) + b(qd)``. Friction uses the smooth model by default.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from trajectory_msgs.msg import JointTrajectory
+
+from robot_dynamics.errors import StateError
+from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.ros.common import (
+    DATA_QOS,
+    RobotNode,
+    StartupError,
+    as_double_array,
+    qos_from_name,
+    run_nodes,
+    stamp_to_ns,
+    trajectory_from_msg,
+)
+from robot_dynamics.ros.common import JointStateMatcher as _Matcher
+from robot_dynamics.trajectory import JointTrajectorySampler
+
+FRICTION_VELOCITY_CHOICES = ("desired", "measured")
+
+
+class FeedforwardLaw:
+    """The node's torque law, ROS-free: the engine's inverse dynamics plus friction at a chosen velocity.
+
+    ``torque(q, qd, qdd, friction, smooth, friction_velocity)``: with ``friction_velocity=None`` this is
+    ``inverse_dynamics(q, qd, qdd, friction=friction, smooth=smooth)``; otherwise the frictionless
+    ``inverse_dynamics(q, qd, qdd, friction=False)`` plus the engine's friction at ``friction_velocity``:
+    ``friction_torques`` when the model's friction does not depend on the load, else ``apply_friction``
+    with the joint torque and reactions of the same state.
+    """
+
+    def __init__(self, model: RobotModel) -> None:
+        from robot_dynamics.dynamics import gravity_torques, inverse_dynamics, rnea_with_reactions
+        from robot_dynamics.friction import apply_friction, friction_parameters, friction_torques, needs_reactions
+
+        self._inverse_dynamics = inverse_dynamics
+        self._gravity = gravity_torques
+        self._reactions = rnea_with_reactions
+        self._apply_friction = apply_friction
+        self._friction_torques = friction_torques
+        self.model = model
+        self.zeros = np.zeros(model.dof)
+        self.zeros.setflags(write=False)
+        self.has_friction = model.has_friction
+        self.needs_reactions = self.has_friction and needs_reactions(model)
+        self.load_dependent = self.has_friction and (
+            self.needs_reactions or friction_parameters(model).has_transmission
+        )
+
+    def _friction(
+        self, velocity: FloatArray, tau_joint: FloatArray, q: FloatArray, qd: FloatArray, qdd: FloatArray, smooth: bool
+    ) -> FloatArray:
+        if not self.load_dependent:
+            return np.asarray(self._friction_torques(self.model, velocity, smooth=smooth), dtype=np.float64)
+        force = moment = None
+        if self.needs_reactions:
+            _, force, moment = self._reactions(self.model, q, qd, qdd)
+        terms = self._apply_friction(self.model, velocity, tau_joint, force, moment, smooth=smooth)
+        return np.asarray(terms.total, dtype=np.float64)
+
+    def torque(
+        self,
+        q: FloatArray,
+        qd: FloatArray,
+        qdd: FloatArray,
+        friction: bool,
+        smooth: bool,
+        friction_velocity: FloatArray | None = None,
+    ) -> FloatArray:
+        model = self.model
+        if not (friction and self.has_friction):
+            return np.asarray(self._inverse_dynamics(model, q, qd, qdd, friction=False), dtype=np.float64)
+        if friction_velocity is None:
+            return np.asarray(self._inverse_dynamics(model, q, qd, qdd, friction=True, smooth=smooth), dtype=np.float64)
+        tau_joint = np.asarray(self._inverse_dynamics(model, q, qd, qdd, friction=False), dtype=np.float64)
+        return tau_joint + self._friction(friction_velocity, tau_joint, q, qd, qdd, smooth)
+
+    def holding(self, q: FloatArray, qd: FloatArray, friction: bool, smooth: bool) -> FloatArray:
+        """Gravity + friction compensation at the measured state: ``c(q) + b(qd)``."""
+        c = np.asarray(self._gravity(self.model, q), dtype=np.float64)
+        if not (friction and self.has_friction):
+            return c
+        return c + self._friction(qd, c, q, self.zeros, self.zeros, smooth)
+
+    def tracking(
+        self,
+        q: FloatArray,
+        qd: FloatArray,
+        qdd: FloatArray,
+        friction: bool,
+        smooth: bool,
+        measured_velocity: FloatArray | None = None,
+    ) -> FloatArray:
+        """Inverse dynamics at the desired state; friction at the desired velocity, or the measured one."""
+        return self.torque(q, qd, qdd, friction, smooth, friction_velocity=measured_velocity)
+
+
+class FeedforwardNode(RobotNode):
+    def __init__(self, node_name: str = "feedforward_node", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self.friction = True
+        self.smooth = True
+        self.use_measured_velocity = False
+        self.declare_dynamic("friction", True, "add friction compensation", _check_bool, self._set_friction)
+        self.declare_dynamic(
+            "smooth_friction", True, "chatter-free (smooth) friction model", _check_bool, self._set_smooth
+        )
+        self.declare_dynamic(
+            "friction_velocity",
+            "desired",
+            "velocity for friction compensation while tracking: desired | measured",
+            _check_choice(FRICTION_VELOCITY_CHOICES),
+            self._set_friction_velocity,
+        )
+        self.declare("joint_states_qos", "reliable", "QoS of joint_states: reliable | sensor_data", read_only=True)
+        self.declare("publish_commands", True, "publish feedforward/commands", read_only=True)
+        self.declare("publish_efforts", True, "publish feedforward/efforts", read_only=True)
+        self.law: FeedforwardLaw | None = None
+        self.matcher: _Matcher | None = None
+        self.pending: tuple[JointTrajectorySampler, int] | None = None
+        self.active: tuple[JointTrajectorySampler, int] | None = None
+        self.trajectories_accepted = 0
+        self.trajectories_finished = 0
+        self._commands = Float64MultiArray()
+        self._efforts = JointState()
+        # The model first (compiling the native backend may take a moment): no message is queued meanwhile.
+        self.start_robot()
+        self.commands_pub = (
+            self.create_publisher(Float64MultiArray, "feedforward/commands", DATA_QOS)
+            if self.param("publish_commands")
+            else None
+        )
+        self.efforts_pub = (
+            self.create_publisher(JointState, "feedforward/efforts", DATA_QOS)
+            if self.param("publish_efforts")
+            else None
+        )
+        self.create_subscription(
+            JointState, "joint_states", self._on_joint_state, qos_from_name(str(self.param("joint_states_qos")))
+        )
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, DATA_QOS)
+
+    # -- parameters -------------------------------------------------------------------------------
+    def _set_friction(self, value: bool) -> None:
+        self.friction = bool(value)
+
+    def _set_smooth(self, value: bool) -> None:
+        self.smooth = bool(value)
+
+    def _set_friction_velocity(self, value: str) -> None:
+        self.use_measured_velocity = value == "measured"
+
+    def on_model(self, model: RobotModel) -> None:
+        self.law = FeedforwardLaw(model)
+        self.matcher = _Matcher(model.joint_names)
+        self.pending = self.active = None
+        n = model.dof
+        self._commands = Float64MultiArray()
+        self._commands.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
+        self._efforts = JointState()
+        self._efforts.name = list(model.joint_names)
+
+    # -- trajectories -----------------------------------------------------------------------------
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        model = self.model
+        if model is None:
+            self.reject("trajectory", "no robot model yet")
+            return
+        try:
+            sampler = trajectory_from_msg(msg, model.joint_names)
+        except StateError as exc:
+            self.reject("trajectory", exc)
+            return
+        now = self.get_clock().now().nanoseconds
+        start = stamp_to_ns(msg.header.stamp) or now
+        end = start + round(sampler.end_time * 1e9)
+        if end < now:
+            self.reject(
+                "trajectory", f"trajectory ends in the past ({(now - end) * 1e-9:.3f} s ago; start stamp {start} ns)"
+            )
+            return
+        self.pending = (sampler, start)
+        self.trajectories_accepted += 1
+        self.get_logger().info(
+            f"trajectory accepted: {len(sampler.times)} points, {sampler.kind} interpolation, "
+            f"{sampler.end_time:.3f} s, starts in {max(start - now, 0) * 1e-9:.3f} s"
+        )
+
+    # -- joint states -----------------------------------------------------------------------------
+    def _on_joint_state(self, msg: JointState) -> None:
+        t0 = time.perf_counter()
+        self.stats.received += 1
+        law, matcher = self.law, self.matcher
+        if law is None or matcher is None:
+            return  # waiting for robot_description (shown in diagnostics)
+        try:
+            q, qd = matcher.match(msg)
+        except StateError as exc:
+            self.reject("joint_states", exc)
+            return
+        stamp_msg = msg.header.stamp
+        stamp = stamp_to_ns(stamp_msg)
+        if stamp == 0:
+            stamp_msg = self.get_clock().now().to_msg()
+            stamp = stamp_to_ns(stamp_msg)
+        pending = self.pending
+        if pending is not None and stamp >= pending[1]:
+            self.active = (pending[0].with_start_state(q, qd), pending[1])
+            self.pending = None
+        tau: FloatArray
+        active = self.active
+        try:
+            if active is not None:
+                t = (stamp - active[1]) * 1e-9
+                if t > active[0].end_time:
+                    self.active = None
+                    self.trajectories_finished += 1
+                    self.get_logger().info("trajectory finished; holding (gravity + friction compensation)")
+                else:
+                    d = active[0].sample(t)
+                    q_out, qd_out = d.positions, d.velocities
+                    tau = law.tracking(
+                        d.positions,
+                        d.velocities,
+                        d.accelerations,
+                        self.friction,
+                        self.smooth,
+                        qd if self.use_measured_velocity else None,
+                    )
+            if self.active is None:
+                q_out, qd_out = q, qd
+                tau = law.holding(q, qd, self.friction, self.smooth)
+        except (ValueError, FloatingPointError) as exc:  # the engine refused the state
+            self.reject("joint_states", exc)
+            return
+        if not np.isfinite(tau).all():
+            self.reject("joint_states", f"non-finite torque {tau.tolist()} at q={q.tolist()}")
+            return
+        data = as_double_array(tau)
+        if self.commands_pub is not None:
+            self._commands.data = data
+            self.commands_pub.publish(self._commands)
+        if self.efforts_pub is not None:
+            out = self._efforts
+            out.header.stamp = stamp_msg
+            out.position = as_double_array(q_out)
+            out.velocity = as_double_array(qd_out)
+            out.effort = data
+            self.efforts_pub.publish(out)
+        self.stats.published += 1
+        self.stats.record_compute(time.perf_counter() - t0)
+
+    def diagnostic_values(self) -> list[tuple[str, str]]:
+        return [
+            ("mode", "tracking" if self.active is not None else "holding"),
+            ("friction", str(self.friction).lower()),
+            ("smooth_friction", str(self.smooth).lower()),
+            ("friction_velocity", "measured" if self.use_measured_velocity else "desired"),
+            ("trajectories_accepted", str(self.trajectories_accepted)),
+            ("trajectories_finished", str(self.trajectories_finished)),
+        ]
+
+
+def _check_bool(value: Any) -> str | None:
+    return None if isinstance(value, bool) else f"expected a bool, got {value!r}"
+
+
+def _check_choice(choices: tuple[str, ...]) -> Any:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"expected one of {list(choices)}, got {value!r}"
+
+    return check
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_nodes([("feedforward_node", FeedforwardNode)], args)
+
+
+__all__ = ["FeedforwardLaw", "FeedforwardNode", "StartupError", "main"]
+
+if __name__ == "__main__":
+    raise SystemExit(main())

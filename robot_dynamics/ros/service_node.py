@@ -1,0 +1,316 @@
+"""Dynamics service node: D/h/c coefficients, inverse and forward dynamics, trajectory simulation.
+
+Services (relative names, remappable; definitions in ``robot_dynamics_interfaces/srv``):
+
+* ``get_dynamics_coefficients`` (GetDynamicsCoefficients): D, h, c at ``(q, qd)``; optionally the
+  Coriolis tensor h_ikm, the Coriolis matrix C(q, qd) and ROBMAT's B and C;
+* ``inverse_dynamics`` (InverseDynamics): joint torques with breakdown and optional tool wrench;
+* ``forward_dynamics`` (ForwardDynamics): joint accelerations from state + effort;
+* ``simulate_trajectory`` (SimulateTrajectory): forward-dynamics simulation sampled into a
+  ``trajectory_msgs/JointTrajectory``.
+
+Every response has ``success`` and ``message`` (the reason when ``success`` is false) and the joint
+names of its arrays (the model's order). Matrices are ``std_msgs/Float64MultiArray``, row-major, with
+filled layouts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.ros.common import (
+    RobotNode,
+    as_double_array,
+    duration_to_s,
+    one_line,
+    ordered_arrays,
+    run_nodes,
+    to_multiarray,
+)
+
+# The interface package's folder in the source tree hides the built package from mypy: import by name.
+_srv: Any = import_module("robot_dynamics_interfaces.srv")
+ForwardDynamics = _srv.ForwardDynamics
+GetDynamicsCoefficients = _srv.GetDynamicsCoefficients
+InverseDynamics = _srv.InverseDynamics
+SimulateTrajectory = _srv.SimulateTrajectory
+
+FRICTION_NODE_DEFAULT, FRICTION_ON, FRICTION_OFF = 0, 1, 2
+TORQUE_CONSTANT, TORQUE_PROFILE, TORQUE_GRAVITY_COMPENSATION, TORQUE_PD = 0, 1, 2, 3
+
+
+class RequestError(RobotDynamicsError):
+    """A service request that cannot be answered (the message goes back in ``message``)."""
+
+
+def _check_bool(value: Any) -> str | None:
+    return None if isinstance(value, bool) else f"expected a bool, got {value!r}"
+
+
+class DynamicsServiceNode(RobotNode):
+    def __init__(self, node_name: str = "dynamics_service_node", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self.friction = True
+        self.smooth = False
+        self.declare_dynamic(
+            "friction", True, "friction when a request says FRICTION_NODE_DEFAULT", _check_bool, self._set_friction
+        )
+        self.declare_dynamic(
+            "smooth_friction",
+            False,
+            "smooth (chatter-free) friction model in inverse dynamics",
+            _check_bool,
+            self._set_smooth,
+        )
+        self.declare("max_simulation_samples", 100000, "largest SimulateTrajectory output (samples)")
+        self.declare("max_simulation_duration", 600.0, "longest SimulateTrajectory duration (s)")
+        self.calls: dict[str, int] = {}
+        self.start_robot()  # the model (and its native backend) before the services appear
+        self.create_service(
+            GetDynamicsCoefficients, "get_dynamics_coefficients", self._wrap("coefficients", self._coefficients)
+        )
+        self.create_service(InverseDynamics, "inverse_dynamics", self._wrap("inverse_dynamics", self._inverse))
+        self.create_service(ForwardDynamics, "forward_dynamics", self._wrap("forward_dynamics", self._forward))
+        self.create_service(
+            SimulateTrajectory, "simulate_trajectory", self._wrap("simulate_trajectory", self._simulate)
+        )
+
+    def _set_friction(self, value: bool) -> None:
+        self.friction = bool(value)
+
+    def _set_smooth(self, value: bool) -> None:
+        self.smooth = bool(value)
+
+    def on_model(self, model: RobotModel) -> None:
+        from robot_dynamics import dynamics
+
+        self.engine = dynamics
+
+    # -- plumbing -----------------------------------------------------------------------------------
+    def _wrap(self, name: str, handler: Callable[[RobotModel, Any, Any], None]) -> Callable[[Any, Any], Any]:
+        def serve(request: Any, response: Any) -> Any:
+            t0 = time.perf_counter()
+            self.stats.received += 1
+            self.calls[name] = self.calls.get(name, 0) + 1
+            model = self.model
+            if model is None:
+                response.success = False
+                response.message = "no robot model yet (waiting for robot_description)"
+                self.reject(name, response.message)
+                return response
+            try:
+                handler(model, request, response)
+            except (ValueError, KeyError, ArithmeticError, np.linalg.LinAlgError) as exc:
+                response = type(response)()
+                response.success = False
+                response.message = one_line(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
+                self.reject(name, response.message)
+                return response
+            except Exception as exc:  # a service must answer, the node must live
+                self.get_logger().error(f"{name}: internal error: {exc!r}")
+                response = type(response)()
+                response.success = False
+                response.message = f"internal error: {one_line(repr(exc))}"
+                self.stats.reject(name)
+                return response
+            response.success = True
+            if not response.message:
+                response.message = "ok"
+            self.stats.published += 1
+            self.stats.record_compute(time.perf_counter() - t0)
+            return response
+
+        return serve
+
+    def _friction(self, value: int) -> bool:
+        if value == FRICTION_NODE_DEFAULT:
+            return self.friction
+        if value == FRICTION_ON:
+            return True
+        if value == FRICTION_OFF:
+            return False
+        raise RequestError(f"friction must be 0 (node default), 1 (on) or 2 (off), got {value}")
+
+    # -- handlers -------------------------------------------------------------------------------------
+    def _coefficients(self, model: RobotModel, req: Any, res: Any) -> None:
+        a = ordered_arrays(
+            model.joint_names, req.joint_names, {"position": req.position, "velocity": req.velocity}, ["position"]
+        )
+        q, qd = a["position"], a["velocity"]
+        e = self.engine
+        res.joint_names = list(model.joint_names)
+        res.inertia = to_multiarray(e.inertia_matrix(model, q), ("rows", "cols"))
+        res.coriolis_centrifugal = as_double_array(e.coriolis_centrifugal(model, q, qd))
+        res.gravity = as_double_array(e.gravity_torques(model, q))
+        if req.include_coriolis_tensor:
+            res.coriolis_tensor = to_multiarray(e.coriolis_tensor(model, q), ("i", "k", "m"))
+        if req.include_coriolis_matrix:
+            res.coriolis_matrix = to_multiarray(e.coriolis_matrix(model, q, qd), ("rows", "cols"))
+        if req.include_robmat:
+            rm = e.robmat_coefficients(model, q)
+            res.robmat_b = to_multiarray(rm.B, ("rows", "pairs"))
+            res.robmat_c = to_multiarray(rm.C, ("rows", "cols"))
+
+    def _inverse(self, model: RobotModel, req: Any, res: Any) -> None:
+        a = ordered_arrays(
+            model.joint_names,
+            req.joint_names,
+            {"position": req.position, "velocity": req.velocity, "acceleration": req.acceleration},
+            ["position"],
+        )
+        wrench = None
+        if req.use_tool_wrench:
+            f, m = req.tool_wrench.force, req.tool_wrench.torque
+            wrench = np.array([f.x, f.y, f.z, m.x, m.y, m.z], dtype=np.float64)
+            if not np.isfinite(wrench).all():
+                raise RequestError(f"tool_wrench is not finite: {wrench.tolist()}")
+        b = self.engine.inverse_dynamics(
+            model,
+            a["position"],
+            a["velocity"],
+            a["acceleration"],
+            friction=self._friction(req.friction),
+            wrench=wrench,
+            breakdown=True,
+            smooth=self.smooth,
+        )
+        res.joint_names = list(model.joint_names)
+        res.effort = as_double_array(b.total)
+        res.inertial = as_double_array(b.inertial)
+        res.coriolis_centrifugal = as_double_array(b.coriolis_centrifugal)
+        res.gravity = as_double_array(b.gravity)
+        res.friction = as_double_array(b.friction)
+        res.motor_inertia = as_double_array(b.motor_inertia)
+        res.tool_wrench_torque = as_double_array(b.tool_wrench)
+
+    def _forward(self, model: RobotModel, req: Any, res: Any) -> None:
+        a = ordered_arrays(
+            model.joint_names,
+            req.joint_names,
+            {"position": req.position, "velocity": req.velocity, "effort": req.effort},
+            ["position"],
+        )
+        qdd = self.engine.forward_dynamics(
+            model, a["position"], a["velocity"], a["effort"], friction=self._friction(req.friction)
+        )
+        res.joint_names = list(model.joint_names)
+        res.acceleration = as_double_array(qdd)
+
+    def _simulate(self, model: RobotModel, req: Any, res: Any) -> None:
+        names = model.joint_names
+        a = ordered_arrays(names, req.joint_names, {"position": req.position, "velocity": req.velocity}, ["position"])
+        duration, period = float(req.duration), float(req.sample_period)
+        if not (np.isfinite(duration) and duration > 0.0):
+            raise RequestError(f"duration must be > 0 s, got {duration}")
+        if duration > float(self.param("max_simulation_duration")):
+            raise RequestError(
+                f"duration {duration} s exceeds max_simulation_duration {self.param('max_simulation_duration')} s"
+            )
+        if not (np.isfinite(period) and period > 0.0):
+            raise RequestError(f"sample_period must be > 0 s, got {period}")
+        samples = int(np.floor(duration / period + 1e-9)) + 1
+        if samples > int(self.param("max_simulation_samples")):
+            raise RequestError(
+                f"{samples} samples (duration / sample_period) exceed max_simulation_samples "
+                f"{self.param('max_simulation_samples')}"
+            )
+        friction = self._friction(req.friction)
+        torque = self._torque_law(model, req, friction)
+        t_eval = np.arange(samples) * period
+        result = self.engine.simulate(
+            model, a["position"], a["velocity"], torque, duration, t_eval=t_eval, friction=friction
+        )
+        res.trajectory = trajectory_msg(names, result.t, result.q, result.qd, result.qdd, result.tau)
+
+    def _torque_law(self, model: RobotModel, req: Any, friction: bool) -> Any:
+        names, law = model.joint_names, int(req.torque_law)
+        e = self.engine
+        if law == TORQUE_CONSTANT:
+            return ordered_arrays(names, req.joint_names, {"effort": req.effort}, ["effort"])["effort"]
+        if law == TORQUE_PROFILE:
+            return _profile_law(model, req.effort_profile)
+        if law == TORQUE_GRAVITY_COMPENSATION:
+            from robot_dynamics.ros.feedforward_node import FeedforwardLaw
+
+            ff = FeedforwardLaw(model)
+
+            def compensation(t: float, q: FloatArray, qd: FloatArray) -> FloatArray:
+                return ff.holding(q, qd, friction, True)  # c(q) + smooth friction compensation
+
+            return compensation
+        if law == TORQUE_PD:
+            g = ordered_arrays(
+                names,
+                req.joint_names,
+                {"target_position": req.target_position, "kp": req.kp, "kd": req.kd},
+                ["target_position", "kp", "kd"],
+            )
+            target, kp, kd = g["target_position"], g["kp"], g["kd"]
+
+            def pd(t: float, q: FloatArray, qd: FloatArray) -> FloatArray:
+                return kp * (target - q) - kd * qd + np.asarray(e.gravity_torques(model, q), dtype=np.float64)
+
+            return pd
+        raise RequestError(
+            f"torque_law must be 0 (constant), 1 (profile), 2 (gravity compensation) or 3 (PD), got {law}"
+        )
+
+
+def _profile_law(model: RobotModel, profile: Any) -> Any:
+    """The engine's TorqueProfile of a JointTrajectory's efforts (linear between points, held outside)."""
+    from robot_dynamics.dynamics import TorqueProfile
+    from robot_dynamics.ros.common import name_index
+
+    if not profile.points:
+        raise RequestError("effort_profile has no points")
+    index = name_index(model.joint_names, list(profile.joint_names), allow_extra=False, what="effort_profile")
+    times = np.array([duration_to_s(p.time_from_start) for p in profile.points])
+    if np.any(np.diff(times) <= 0.0):
+        raise RequestError(f"effort_profile time_from_start is not strictly increasing: {times.tolist()}")
+    rows = []
+    for k, p in enumerate(profile.points):
+        if len(p.effort) != len(profile.joint_names):
+            raise RequestError(
+                f"effort_profile point {k}: {len(p.effort)} efforts for {len(profile.joint_names)} joints"
+            )
+        rows.append(np.asarray(p.effort, dtype=np.float64)[index])
+    efforts = np.array(rows)
+    if not np.isfinite(efforts).all():
+        raise RequestError("effort_profile has non-finite efforts")
+    return TorqueProfile(times, efforts)
+
+
+def trajectory_msg(
+    names: list[str], t: FloatArray, q: FloatArray, qd: FloatArray, qdd: FloatArray, tau: FloatArray
+) -> JointTrajectory:
+    out = JointTrajectory()
+    out.joint_names = list(names)
+    points = []
+    for k in range(len(t)):
+        ns = round(float(t[k]) * 1e9)
+        p = JointTrajectoryPoint()
+        p.positions = as_double_array(q[k])
+        p.velocities = as_double_array(qd[k])
+        p.accelerations = as_double_array(qdd[k])
+        p.effort = as_double_array(tau[k])
+        p.time_from_start = Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+        points.append(p)
+    out.points = points
+    return out
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_nodes([("dynamics_service_node", DynamicsServiceNode)], args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""The installed executables as processes: fatal start-up errors, and the one-process bringup."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
+
+from rclpy.node import Node  # noqa: E402
+from ros_harness import Collector, Spinner, call, interrupt, wait_until  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+
+from robot_dynamics.dynamics import gravity_torques, inertia_matrix  # noqa: E402
+from robot_dynamics.io import load_robot  # noqa: E402
+from robot_dynamics.ros.common import ROBOT_DESCRIPTION_QOS, from_multiarray  # noqa: E402
+from robot_dynamics_interfaces.srv import GetDynamicsCoefficients  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+
+def executable_path(name: str) -> str:
+    """Where ``ros2 run robot_dynamics <name>`` finds it: ``<prefix>/lib/robot_dynamics/<name>`` (setup.cfg)."""
+    for candidate in (Path(sys.prefix) / "lib" / "robot_dynamics" / name, Path(sys.executable).parent / name):
+        if candidate.is_file():
+            return str(candidate)
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(
+            f"executable {name} is not installed (pip install -e . installs it into <prefix>/lib/robot_dynamics)"
+        )
+    return found
+
+
+REPO = Path(__file__).resolve().parent.parent
+EXECUTABLES = ["feedforward_node", "dynamics_service_node", "simulator_node", "robot_dynamics_bringup"]
+
+
+def run(executable: str, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [executable_path(executable), *args], capture_output=True, text=True, timeout=timeout, env=dict(os.environ)
+    )
+
+
+def output_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("executable", EXECUTABLES)
+def test_a_missing_robot_config_is_one_fatal_line_and_a_nonzero_exit(executable: str) -> None:
+    result = run(executable, "--ros-args", "-p", "robot_config:=/nonexistent/robot.yaml")
+    lines = output_lines(result)
+    assert result.returncode == 1, (result.returncode, lines)
+    assert len(lines) == 1, lines
+    assert "FATAL" in lines[0] and "/nonexistent/robot.yaml" in lines[0], lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_a_malformed_urdf_is_one_fatal_line(tmp_path: Path) -> None:
+    params = tmp_path / "bad.yaml"
+    params.write_text(
+        '/**:\n  ros__parameters:\n    robot_description: \'<robot name="broken"><link name="a"></robot>\'\n'
+    )
+    result = run("feedforward_node", "--ros-args", "--params-file", str(params))
+    lines = output_lines(result)
+    assert result.returncode == 1, (result.returncode, lines)
+    assert len(lines) == 1 and "cannot load the robot_description URDF" in lines[0], lines
+
+
+def test_no_robot_description_on_the_topic_times_out_with_one_fatal_line() -> None:
+    result = run(
+        "feedforward_node",
+        "--ros-args",
+        "-r",
+        "__ns:=/lonely_description_test",
+        "-p",
+        "use_robot_description_topic:=true",
+        "-p",
+        "robot_description_timeout:=1.0",
+    )
+    lines = [line for line in output_lines(result) if "INFO" not in line]
+    assert result.returncode == 1, (result.returncode, lines)
+    assert len(lines) == 1 and "no robot_description received on /lonely_description_test/robot_description" in lines[0]
+
+
+def test_a_bad_urdf_on_the_topic_is_one_fatal_line(context: Any) -> None:
+    ns = f"/bad_description_{os.getpid()}"
+    spinner = Spinner(context)
+    try:
+        node = spinner.add(Node("bad_description_publisher", namespace=ns, context=context))
+        pub = node.create_publisher(String, "robot_description", ROBOT_DESCRIPTION_QOS)
+        pub.publish(String(data="<robot name='x'><joint name='j' type='revolute'></robot>"))
+        result = run(
+            "dynamics_service_node", "--ros-args", "-r", f"__ns:={ns}", "-p", "use_robot_description_topic:=true"
+        )
+    finally:
+        spinner.close()
+    lines = [line for line in output_lines(result) if "INFO" not in line]
+    assert result.returncode == 1, (result.returncode, lines)
+    assert len(lines) == 1 and "robot_description topic: cannot load the robot_description URDF" in lines[0], lines
+
+
+def test_a_bad_parameter_value_is_one_fatal_line() -> None:
+    result = run("simulator_node", "--ros-args", "-p", "rate:=-5.0")
+    lines = output_lines(result)
+    assert result.returncode == 1 and len(lines) == 1 and "rate must be > 0 Hz" in lines[0], lines
+
+
+@pytest.fixture
+def context() -> Iterator[Any]:
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, args=[])
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
+def test_bringup_closes_the_loop_with_the_parameter_file(context: Any) -> None:
+    ns = f"/bringup_{os.getpid()}"
+    start_pose = [0.0, 0.7, -0.9, 0.0, 0.4, 0.0]
+    proc = subprocess.Popen(
+        [
+            executable_path("robot_dynamics_bringup"),
+            "--simulator",
+            "--ros-args",
+            "--params-file",
+            str(REPO / "config" / "robot_dynamics.yaml"),
+            "-r",
+            f"__ns:={ns}",
+            "-p",
+            f"initial_position:=[{','.join(str(x) for x in start_pose)}]",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    spinner = Spinner(context)
+    try:
+        client = spinner.add(Node("bringup_test_client", namespace=ns, context=context))
+        states = Collector(client, JointState, "joint_states")
+        commands = Collector(client, Float64MultiArray, "feedforward/commands")
+        cli = client.create_client(GetDynamicsCoefficients, "get_dynamics_coefficients")
+        res = call(cli, GetDynamicsCoefficients.Request(position=start_pose), timeout=60.0)
+        puma = load_robot("puma560")
+        assert res.success and list(res.joint_names) == puma.joint_names
+        np.testing.assert_allclose(from_multiarray(res.inertia), inertia_matrix(puma, start_pose), atol=1e-12)
+        wait_until(lambda: len(states.snapshot()) >= 200 and len(commands.snapshot()) >= 100, "the closed loop")
+        last = states.snapshot()[-1]
+        assert max(abs(a - b) for a, b in zip(last.position, start_pose, strict=True)) < 1e-3
+        np.testing.assert_allclose(
+            commands.snapshot()[-1].data, gravity_torques(puma, np.asarray(last.position)), atol=1e-6
+        )
+        assert proc.poll() is None
+    finally:
+        spinner.close()
+        out = interrupt(proc)
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out, out
