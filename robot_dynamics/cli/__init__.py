@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES: tuple[str, ...] = ("models", "dynamics", "symbolic")
+COMMAND_MODULES: tuple[str, ...] = ("models", "bag", "dynamics", "symbolic")
 
 
 def build_parser() -> argparse.ArgumentParser:

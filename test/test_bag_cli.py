@@ -1,0 +1,100 @@
+"""``robot-dynamics evaluate | replay | make-sample-bag``: outputs and the one-line error messages."""
+
+from __future__ import annotations
+
+import csv
+import io as stdio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_dynamics.bag import io
+from robot_dynamics.cli import main
+from robot_dynamics.cli.bag import parse_record
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "puma560_sample"
+T0 = 1_700_000_000_000_000_000
+
+
+def test_evaluate_writes_every_output(tmp_path, capsys):
+    out = tmp_path / "o"
+    status = main(
+        [
+            "evaluate",
+            str(SAMPLE),
+            "--out",
+            str(out / "bag"),
+            "--storage",
+            "sqlite3",
+            "--csv",
+            str(out / "s.csv"),
+            "--json",
+            str(out / "s.json"),
+            "--plot",
+            str(out / "p.png"),
+        ]
+    )
+    assert status == 0
+    text = capsys.readouterr().out
+    assert "801 joint states" in text and "joint1" in text and "without friction" in text
+    assert io.bag_summary(out / "bag").storage == "sqlite3"
+    assert (out / "p.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((out / "s.json").read_text())["messages"] == 801
+    assert len(list(csv.DictReader((out / "s.csv").open()))) == 6
+    # an existing output bag is not replaced without --force
+    assert main(["evaluate", str(SAMPLE), "--out", str(out / "bag")]) == 2
+    assert "exists already" in capsys.readouterr().err
+    assert main(["evaluate", str(SAMPLE), "--out", str(out / "bag"), "--force", "--accel", "trajectory"]) == 0
+
+
+def test_csv_to_stdout_keeps_the_table_on_stderr(capsys):
+    assert main(["evaluate", str(SAMPLE), "--csv", "-", "--friction-model", "exact"]) == 0
+    captured = capsys.readouterr()
+    rows = list(csv.DictReader(stdio.StringIO(captured.out)))
+    assert [r["joint"] for r in rows] == [f"joint{i}" for i in range(1, 7)]
+    assert "RMS err" in captured.err and "friction model: exact" in captured.err
+
+
+@pytest.fixture(scope="module")
+def odd_bag(tmp_path_factory):
+    path = tmp_path_factory.mktemp("odd") / "bag"
+    with io.BagWriter(path) as w:
+        w.write_joint_states("joint_states", T0 + np.arange(30), [f"j{i}" for i in range(6)], np.zeros((30, 6)))
+        w.write_float64_multiarray("commands", [T0], [[1.0]])
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["evaluate", "{tmp}/nothing"], "bag '{tmp}/nothing' does not exist"),
+        (["evaluate", "{odd}", "--joint-states", "states"], "no topic /states in the bag (topics: /commands"),
+        (["evaluate", "{odd}", "--joint-states", "commands"], "topic /commands has type std_msgs/Float64MultiArray"),
+        (["evaluate", "{odd}"], "joint names do not match: missing ['joint1', 'joint2'"),
+        (["evaluate", "{odd}", "--robot", "no_such_robot"], "no_such_robot"),
+        (["evaluate", "{odd}", "--trajectory", "commands"], "topic /commands has type std_msgs/Float64MultiArray"),
+        (["replay", "{odd}", "--record", "/x"], "--record /x: give the message type as /x:pkg/msg/Name"),
+        (["replay", "{odd}", "--record", "/x:Foo"], "message type must look like pkg/msg/Name"),
+        (["make-sample-bag", "{tmp}/s", "--duration", "1"], "--duration must be more than 1.5 s"),
+    ],
+)
+def test_errors_are_one_clear_line(tmp_path, odd_bag, capsys, args, message):
+    fill = {"tmp": str(tmp_path), "odd": str(odd_bag)}
+    status = main([a.format(**fill) for a in args])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert message.format(**fill) in err
+    assert err.count("\n") == 1 and err.startswith(f"robot-dynamics {args[0]}: error: ")
+
+
+def test_parse_record_defaults_to_the_feedforward_outputs():
+    assert parse_record(None) == {
+        "/feedforward/efforts": "sensor_msgs/msg/JointState",
+        "/feedforward/commands": "std_msgs/msg/Float64MultiArray",
+    }
+    assert parse_record(["feedforward/efforts", "diag:diagnostic_msgs/msg/DiagnosticArray"]) == {
+        "/feedforward/efforts": "sensor_msgs/msg/JointState",
+        "/diag": "diagnostic_msgs/msg/DiagnosticArray",
+    }
