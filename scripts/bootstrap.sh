@@ -89,12 +89,22 @@ if ! stamp_ok interfaces "$H"; then
 fi
 
 # 4. the project itself, editable
-H=$(hash_of setup.py setup.cfg package.xml <(echo "$PYVER"))
+H=$(hash_of setup.py setup.cfg package.xml pyproject.toml <(echo "$PYVER"))
 if ! stamp_ok editable "$H"; then
     log "installing robot_dynamics (editable)"
     quiet_pip install --no-deps --no-build-isolation -e .
-    # setup.cfg puts the executables where `ros2 run` looks (<prefix>/lib/robot_dynamics);
-    # link them into .venv/bin as well so `.venv/bin/robot-dynamics` works.
-    for exe in "$VENV"/lib/robot_dynamics/*; do ln -sf "../lib/robot_dynamics/$(basename "$exe")" "$VENV/bin/"; done
+    # The executables exist both where `ros2 run robot_dynamics <name>` looks (<prefix>/lib/robot_dynamics,
+    # as setup.cfg asks of colcon builds) and on the venv's PATH (.venv/bin, where pip's editable
+    # install puts them).
+    mkdir -p "$VENV/lib/robot_dynamics"
+    for exe in robot-dynamics feedforward_node dynamics_service_node simulator_node robot_dynamics_bringup; do
+        if [ -f "$VENV/bin/$exe" ] && [ ! -L "$VENV/bin/$exe" ]; then
+            ln -sf "../../bin/$exe" "$VENV/lib/robot_dynamics/$exe"
+        elif [ -f "$VENV/lib/robot_dynamics/$exe" ] && [ ! -L "$VENV/lib/robot_dynamics/$exe" ]; then
+            ln -sf "../lib/robot_dynamics/$exe" "$VENV/bin/$exe"
+        else
+            log "executable $exe was not installed"; exit 1
+        fi
+    done
     stamp_set editable "$H"
 fi
