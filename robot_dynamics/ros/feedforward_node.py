@@ -53,18 +53,18 @@ class FeedforwardLaw:
     ``torque(q, qd, qdd, friction, smooth, friction_velocity)``: with ``friction_velocity=None`` this is
     ``inverse_dynamics(q, qd, qdd, friction=friction, smooth=smooth)``; otherwise the frictionless
     ``inverse_dynamics(q, qd, qdd, friction=False)`` plus the engine's friction at ``friction_velocity``:
-    ``friction_torques`` when the model's friction does not depend on the load, else ``apply_friction``
+    ``friction_torques`` when the model's friction does not depend on the load, else ``friction_total``
     with the joint torque and reactions of the same state.
     """
 
     def __init__(self, model: RobotModel) -> None:
         from robot_dynamics.dynamics import gravity_torques, inverse_dynamics, rnea_with_reactions
-        from robot_dynamics.friction import apply_friction, friction_parameters, friction_torques, needs_reactions
+        from robot_dynamics.friction import friction_parameters, friction_torques, friction_total, needs_reactions
 
         self._inverse_dynamics = inverse_dynamics
         self._gravity = gravity_torques
         self._reactions = rnea_with_reactions
-        self._apply_friction = apply_friction
+        self._friction_total = friction_total
         self._friction_torques = friction_torques
         self.model = model
         self.zeros = np.zeros(model.dof)
@@ -83,8 +83,7 @@ class FeedforwardLaw:
         force = moment = None
         if self.needs_reactions:
             _, force, moment = self._reactions(self.model, q, qd, qdd)
-        terms = self._apply_friction(self.model, velocity, tau_joint, force, moment, smooth=smooth)
-        return np.asarray(terms.total, dtype=np.float64)
+        return np.asarray(self._friction_total(self.model, velocity, tau_joint, force, moment, smooth=smooth))
 
     def torque(
         self,
