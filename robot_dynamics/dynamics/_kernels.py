@@ -2,10 +2,12 @@
 
 ``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.forward`) for one model
 on first use, folding its constants (:mod:`._trace`), and caches the compiled programs on the model
-object. ``run(kernel, batch, values)`` evaluates one state with Python floats or a batch with NumPy
-arrays, ``CHUNK`` samples at a time (one ufunc per operation and chunk: vectorised over samples,
-joints unrolled; the chunk keeps the working set in cache). ``evaluate(K, native, key, ...)`` runs a
-kernel on the model's native library when one is in use (:mod:`.native`), else as Python.
+object; inverse dynamics with friction is Newton–Euler with the friction package's program traced
+onto its torques and reactions (:mod:`._friction_trace`). ``run(kernel, batch, values)`` evaluates
+one state with Python floats or a batch with NumPy arrays, ``CHUNK`` samples at a time (one ufunc per
+operation and chunk: vectorised over samples, joints unrolled; the chunk keeps the working set in
+cache). ``evaluate(K, native, key, ...)`` runs a kernel on the model's native library when one is in
+use (:mod:`.native`), else as Python.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ class ModelKernels:
         self.native: NativeModel | None = None  # the backend=None library, set by native.prepare
         self.native_library: NativeModel | bool | None = None  # loaded library; False: unavailable
         self.pinned_python = False  # native.prepare(model, "python"): backend=None stays Python
-        self._friction_programs: dict[tuple[bool, str], Any] = {}
+        self._model = weakref.ref(model)
+        self._untraceable: set[tuple[Any, ...]] = set()
 
     def needs_reactions(self, model: RobotModel) -> bool:
         """Whether the model's friction needs the joint reactions (load-dependent bearing friction)."""
@@ -60,19 +63,10 @@ class ModelKernels:
             self._needs_reactions = bool(needs_reactions(model))
         return self._needs_reactions
 
-    def friction_program(self, model: RobotModel, smooth: bool, kind: str) -> Any:
-        """The friction package's compiled single-state program returning ``tau + friction``."""
-        found = self._friction_programs.get((smooth, kind))
-        if found is None:
-            from ..friction import scalar_friction
-
-            found = scalar_friction(model, smooth=smooth, smooth_kind=kind, include_tau=True)
-            self._friction_programs[(smooth, kind)] = found
-        return found
-
     def kernel(self, key: tuple[Any, ...]) -> Kernel:
         """The kernel of a key: ``("rnea", velocity, acceleration, gravity, motor, load, reactions)``,
-        ``("inertia", motor)``, ``("forward", motor, load)`` or ``("coriolis_tensor",)``."""
+        ``("id_friction", motor, load, variant)``, ``("inertia", motor)``, ``("forward", motor, load)`` or
+        ``("coriolis_tensor",)``."""
         found = self._built.get(key)
         if found is not None:
             return found
@@ -87,6 +81,11 @@ class ModelKernels:
                 load=load,
                 reactions=reactions,
             )
+        if kind == "id_friction":
+            found = self.inverse_friction(*key[1:])
+            if found is None:
+                raise KeyError(f"the friction program of {key!r} cannot be traced")
+            return found
         if kind == "inertia":
             return self.inertia(key[1])
         if kind == "forward":
@@ -128,22 +127,62 @@ class ModelKernels:
 
         def build() -> Kernel:
             tape = Tape()
-            n = self.n
-            q = tape.input("q", n)
-            qd: list[Scalar] = tape.input("qd", n) if velocity else [0.0] * n
-            qdd: list[Scalar] = tape.input("qdd", n) if acceleration else [0.0] * n
-            wrench = tape.input("w", 6) if load else None
-            base = -self.chain.gravity if gravity else Vec3.zero()
-            loads = (Vec3(*wrench[:3]), Vec3(*wrench[3:])) if wrench is not None else None
-            tau, f, m = newton_euler(self.chain, q, qd, qdd, base, loads)
-            if motor and acceleration:
-                tau = [t + jm * a for t, jm, a in zip(tau, self.reflected_motor_inertia.tolist(), qdd, strict=True)]
+            _, tau, f, m = self._newton_euler(tape, velocity, acceleration, gravity, motor, load)
             outputs = list(tau)
             if reactions:
                 outputs += [c for v in f for c in v] + [c for v in m for c in v]
             return tape.compile("rnea", outputs)
 
         return self._get(key, build)
+
+    def _newton_euler(
+        self, tape: Tape, velocity: bool, acceleration: bool, gravity: bool, motor: bool, load: bool
+    ) -> tuple[list[Scalar], list[Scalar], list[Vec3], list[Vec3]]:
+        """Traced Newton–Euler ``(qd, tau [+ G^2 Jm qdd], f, n)``; declares the inputs q[, qd][, qdd][, w]."""
+        n = self.n
+        q = tape.input("q", n)
+        qd: list[Scalar] = tape.input("qd", n) if velocity else [0.0] * n
+        qdd: list[Scalar] = tape.input("qdd", n) if acceleration else [0.0] * n
+        wrench = tape.input("w", 6) if load else None
+        base = -self.chain.gravity if gravity else Vec3.zero()
+        loads = (Vec3(*wrench[:3]), Vec3(*wrench[3:])) if wrench is not None else None
+        tau, f, m = newton_euler(self.chain, q, qd, qdd, base, loads)
+        if motor and acceleration:
+            tau = [t + jm * a for t, jm, a in zip(tau, self.reflected_motor_inertia.tolist(), qdd, strict=True)]
+        return qd, tau, f, m
+
+    def inverse_friction(self, motor: bool, load: bool, variant: str) -> Kernel | None:
+        """Inverse dynamics with friction, ``tau + b`` (arguments q, qd, qdd[, w]): Newton–Euler (with
+        ``G^2 Jm qdd`` when ``motor``) and the friction package's program for ``variant`` ("exact",
+        "tanh" or "linear") traced onto its torques and reactions. ``None`` if the program cannot be
+        traced (the caller then adds the friction package's batch formulas)."""
+        key = ("id_friction", motor, load, variant)
+        found = self._built.get(key)
+        if found is not None or key in self._untraceable:
+            return found
+
+        def build() -> Kernel:
+            from ..friction._scalar import scalar_source
+            from ..friction.parameters import friction_parameters
+            from ._friction_trace import FUNCTIONS, trace_friction
+
+            model = self._model()
+            assert model is not None  # the kernels are dropped with their model
+            p = friction_parameters(model)
+            source = scalar_source(p, variant != "exact", "tanh" if variant == "exact" else variant, include_tau=True)
+            tape = Tape(FUNCTIONS)
+            qd, tau, f, m = self._newton_euler(tape, True, True, True, motor, load)
+            force = [c for v in f for c in v] if p.has_bearing else None  # Fu 3.3-56, 3.3-57
+            moment = [c for v in m for c in v] if p.has_bearing else None
+            return tape.compile("id_friction", trace_friction(source, tape, qd, tau, force, moment))
+
+        from ._friction_trace import NotTraceable
+
+        try:
+            return self._get(key, build)
+        except NotTraceable:
+            self._untraceable.add(key)
+            return None
 
     # -- inertia matrix, forward dynamics -----------------------------------------------------
     def inertia(self, motor: bool) -> Kernel:

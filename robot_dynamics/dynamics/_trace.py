@@ -11,6 +11,12 @@ and plain floats for the model's constants, they record a straight-line program 
 * the compiled program keeps only what the outputs need and reuses variable names once a value is
   dead (a linear-scan register allocation), so a batch run over arrays keeps few arrays alive.
 
+Besides arithmetic, a program can call the elementwise functions of :data:`FUNCTIONS` (``sin``,
+``cos``, ``sqrt``; ``tanh``, ``exp``, ``abs``, ``hypot`` and any a tape is given, e.g. the friction's
+``interp``), compare (:meth:`Tape.compare`) and select (:meth:`Tape.select`: ``a if c else b``, both
+computed, ``numpy.where`` on arrays) — what the friction package's program needs
+(:mod:`._friction_trace`).
+
 The same generated source is compiled twice: with ``math`` functions for one state (Python floats,
 the fast single-call path) and with NumPy ufuncs for a batch (each variable is an ``(N,)`` array:
 samples are vectorised, joints are unrolled). No SymPy: this is numeric specialisation, not algebra.
@@ -19,8 +25,10 @@ samples are vectorised, joints are unrolled). No SymPy: this is numeric speciali
 from __future__ import annotations
 
 import math
+import operator
+import re
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -79,14 +87,20 @@ def _const(value: float) -> str:
 
 
 class Tape:
-    """Records the operations of one traced program (see the module docstring)."""
+    """Records the operations of one traced program (see the module docstring).
 
-    def __init__(self) -> None:
+    ``functions``: elementwise functions the program may call besides :data:`FUNCTIONS`, by name:
+    ``(one-float version, NumPy-array version)``.
+    """
+
+    def __init__(self, functions: Mapping[str, tuple[Callable[..., Any], Callable[..., Any]]] | None = None) -> None:
         # (target, expression template with {0}, {1} for the operands, operands)
         self.lines: list[tuple[str, str, tuple[str, ...]]] = []
+        self.array_forms: dict[str, str] = {}  # target -> template of the NumPy variant, where it differs
         self._cse: dict[tuple[str, ...], str] = {}
         self._count = 0
         self.inputs: list[tuple[str, list[str]]] = []
+        self.functions = {**FUNCTIONS, **(functions or {})}
 
     # -- variables ------------------------------------------------------------------------------
     def input(self, group: str, size: int) -> list[Scalar]:
@@ -95,7 +109,7 @@ class Tape:
         self.inputs.append((group, names))
         return [Sym(self, n) for n in names]
 
-    def _emit(self, template: str, *operands: str) -> str:
+    def _emit(self, template: str, *operands: str, array_form: str | None = None) -> str:
         key = (template, *operands)
         found = self._cse.get(key)
         if found is not None:
@@ -103,6 +117,8 @@ class Tape:
         self._count += 1
         target = f"t{self._count}"
         self.lines.append((target, template, operands))
+        if array_form is not None:
+            self.array_forms[target] = array_form
         self._cse[key] = target
         return target
 
@@ -151,15 +167,74 @@ class Tape:
             return Sym(self, self._emit(_const(abs(a)) + " / {0}", b.name), b.neg ^ (a < 0))
         return Sym(self, self._emit("{0} / {1}", a.name, b.name), a.neg ^ b.neg)
 
-    def call(self, function: str, a: Scalar) -> Scalar:
-        """``function(a)`` for ``sin``, ``cos`` or ``sqrt`` (folded when ``a`` is a constant)."""
-        if not isinstance(a, Sym):
-            return float(getattr(math, function)(a))
-        if a.neg and function == "sin":  # sin(-x) = -sin(x), cos(-x) = cos(x)
-            return -Sym(self, self._emit("sin({0})", a.name))
-        if a.neg and function == "cos":
-            return Sym(self, self._emit("cos({0})", a.name))
-        return Sym(self, self._emit(f"{function}({'-' if a.neg else ''}{{0}})", a.name))
+    def call(self, function: str, *args: Scalar, literals: tuple[Any, ...] = ()) -> Scalar:
+        """``function(*args, *literals)`` for a function of :attr:`functions` (folded when every
+        argument is a constant). ``literals``: constant trailing arguments written into the program
+        (e.g. interpolation tables)."""
+        scalar_function = self.functions[function][0]
+        if not any(isinstance(a, Sym) for a in args):
+            return float(scalar_function(*args, *literals))
+        if len(args) == 1:
+            a = args[0]
+            assert isinstance(a, Sym)
+            if a.neg and function == "sin":  # sin(-x) = -sin(x), cos(-x) = cos(x), |-x| = |x|
+                return -Sym(self, self._emit("sin({0})", a.name))
+            if a.neg and function in ("cos", "abs"):
+                return Sym(self, self._emit(f"{function}({{0}})", a.name))
+        texts: list[str] = []
+        operands: list[str] = []
+        for a in args:
+            if isinstance(a, Sym):
+                texts.append(("-" if a.neg else "") + "{" + str(len(operands)) + "}")
+                operands.append(a.name)
+            else:
+                texts.append(_const(a))
+        texts += [repr(literal) for literal in literals]
+        return Sym(self, self._emit(f"{function}({', '.join(texts)})", *operands))
+
+    def compare(self, a: Scalar, op: str, b: Scalar) -> Sym | bool:
+        """``a op b`` for ``op`` in ``> < >= <= == !=``: a boolean variable (a Python bool when both
+        are constants). A negated variable is compared with the mirrored operator (exact)."""
+        if op not in _MIRROR:
+            raise ValueError(f"unknown comparison {op!r}")
+        if not isinstance(a, Sym) and not isinstance(b, Sym):
+            return bool(_COMPARE[op](a, b))
+        if not isinstance(a, Sym):  # constant first: c op x  <=>  x mirror(op) c
+            a, op, b = b, _MIRROR[op], a
+        assert isinstance(a, Sym)
+        if a.neg and (not isinstance(b, Sym) or b.neg):  # -x op c <=> x mirror(op) -c
+            a, op, b = -a, _MIRROR[op], -b
+        if isinstance(b, Sym):
+            right = ("-" if b.neg else "") + "{1}"
+            return Sym(self, self._emit(f"{'-' if a.neg else ''}{{0}} {op} {right}", a.name, b.name))
+        return Sym(self, self._emit(f"{'-' if a.neg else ''}{{0}} {op} {_const(b)}", a.name))
+
+    def select(self, condition: Sym | bool, a: Scalar, b: Scalar) -> Scalar:
+        """``a if condition else b`` (both computed on arrays)."""
+        if isinstance(condition, bool):
+            return a if condition else b
+        if isinstance(a, Sym) and isinstance(b, Sym) and (a.name, a.neg) == (b.name, b.neg):
+            return a
+        if not isinstance(a, Sym) and not isinstance(b, Sym) and _const(a) == _const(b):
+            return a
+        operands = [condition.name]
+        texts = []
+        for value in (a, b):
+            if isinstance(value, Sym):
+                texts.append(("-" if value.neg else "") + "{" + str(len(operands)) + "}")
+                operands.append(value.name)
+            else:
+                texts.append(_const(value))
+        # on arrays, numpy.where is several times slower than arithmetic (an element-by-element copy
+        # that branches on the condition), so: c * a when b is 0 (exact for finite a), b + c (a - b)
+        # for two constants (a within an ulp), numpy.where otherwise
+        if texts[1] == "0.0":
+            array_form = f"{{0}} * {texts[0]}"
+        elif not isinstance(a, Sym) and not isinstance(b, Sym):
+            array_form = f"{texts[1]} + {{0}} * {_const(a - b)}"
+        else:
+            array_form = f"where({{0}}, {texts[0]}, {texts[1]})"
+        return Sym(self, self._emit(f"({texts[0]} if {{0}} else {texts[1]})", *operands, array_form=array_form))
 
     # -- compilation ----------------------------------------------------------------------------
     def compile(self, name: str, outputs: Sequence[Scalar]) -> Kernel:
@@ -196,6 +271,8 @@ class Tape:
             # the batch variant reads sin/cos of the joint angles from precomputed rows S, C
             if template in ("sin({0})", "cos({0})") and operands[0] in angle_row:
                 array_text = f"{template[0].upper()}[{angle_row[operands[0]]}]"
+            elif target in self.array_forms:
+                array_text = self.array_forms[target].format(*(ref(o) for o in operands))
             else:
                 array_text = text
             for operand in set(operands):
@@ -221,15 +298,44 @@ class Tape:
         tail = f"    return ({', '.join(out(o) for o in outputs)}{',' if len(outputs) == 1 else ''})"
         scalar_source = "\n".join([f"def {name}({', '.join(arguments)}):", *head, *scalar_body, tail])
         array_source = "\n".join([f"def {name}({', '.join([*arguments, 'S', 'C'])}):", *head, *array_body, tail])
-        scalar_fn = _function(scalar_source, name, {"sin": math.sin, "cos": math.cos, "sqrt": math.sqrt})
-        array_fn = _function(array_source, name, {"sin": np.sin, "cos": np.cos, "sqrt": np.sqrt})
-        operations = sum(1 for _, template, _ in live_lines if "(" not in template)
+        scalar_fn = _function(scalar_source, name, {k: f[0] for k, f in self.functions.items()})
+        array_fn = _function(array_source, name, {"where": np.where, **{k: f[1] for k, f in self.functions.items()}})
+        operations = sum(1 for _, template, _ in live_lines if _ARITHMETIC.fullmatch(template))
         program = Program(
             inputs=tuple((group, tuple(names)) for group, names in self.inputs),
             lines=tuple(live_lines),
             outputs=tuple(("-" if o.neg else "") + o.name if isinstance(o, Sym) else _const(o) for o in outputs),
         )
         return Kernel(name, tuple(arguments), len(outputs), scalar_fn, array_fn, scalar_source, operations, program)
+
+
+def _hypot_rows(x: Any, y: Any) -> Any:
+    """``hypot`` of arrays as ``sqrt(x^2 + y^2)``: within an ulp or two of ``math.hypot`` for values far
+    from overflow and underflow, and 3x faster than ``numpy.hypot`` (as the native backend does it)."""
+    return np.sqrt(x * x + y * y)
+
+
+FUNCTIONS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "sin": (math.sin, np.sin),
+    "cos": (math.cos, np.cos),
+    "sqrt": (math.sqrt, np.sqrt),
+    "tanh": (math.tanh, np.tanh),
+    "exp": (math.exp, np.exp),
+    "abs": (abs, np.abs),
+    "hypot": (math.hypot, _hypot_rows),
+}
+"""The elementwise functions every program may call: name -> (one-float version, array version)."""
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    ">": operator.gt,
+    "<": operator.lt,
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+_ARITHMETIC = re.compile(r"\S+ [-+*/] \S+")  # the templates of + - * / (operation counts)
+_MIRROR = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "==", "!=": "!="}
 
 
 def _function(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., tuple[Any, ...]]:
@@ -243,9 +349,11 @@ class Program:
     """The live straight-line program of a kernel, for other code generators (:mod:`._native_codegen`).
 
     ``inputs``: ``(group, variable names)`` per argument; ``lines``: ``(target, template, operands)`` in
-    order, one operation each (the template's ``{0}``, ``{1}`` are the operand names; every template
-    is valid Python and C: ``+ - * /``, ``sin``, ``cos``, ``sqrt`` and float literals); ``outputs``:
-    one expression per output (a variable name, optionally negated, or a float literal).
+    order, one operation each (the template's ``{0}``, ``{1}`` are the operand names; the engine's
+    algorithms use templates that are valid Python and C: ``+ - * /``, ``sin``, ``cos``, ``sqrt`` and
+    float literals; programs with friction also compare, select and call other functions, and are
+    not given to the C generator); ``outputs``: one expression per output (a variable name,
+    optionally negated, or a float literal).
     """
 
     inputs: tuple[tuple[str, tuple[str, ...]], ...]

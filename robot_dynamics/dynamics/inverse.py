@@ -11,10 +11,9 @@
   Toolbox convention; ``motor_inertia=`` overrides).
 * ``b``: the friction package's terms (:func:`robot_dynamics.friction.apply_friction`), computed from
   the frictionless torque and the frictionless joint reactions (for load-dependent friction). Without
-  ``breakdown`` only their sum is needed: one state runs the friction package's compiled program
-  (:func:`robot_dynamics.friction.scalar_friction`, fed from the compiled Newton–Euler's lists), a
-  batch :func:`robot_dynamics.friction.friction_total`; the native backend runs the same friction
-  translated to C in the same call as Newton–Euler (:mod:`.native`).
+  ``breakdown`` only their sum is needed: the friction package's program is traced onto the
+  Newton–Euler program (:mod:`._friction_trace`), so one state or a batch runs ``tau + b`` as one
+  straight-line program (the native backend: the same program translated to C, :mod:`.native`).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from ..model import FloatArray, RobotModel
 from . import _state
 from ._kernels import ModelKernels, evaluate, kernels, run
 from .kinematics import forward_kinematics
-from .native import NativeModel, resolve
+from .native import FRICTION_VARIANTS, NativeModel, resolve
 
 if TYPE_CHECKING:
     from ..friction import FrictionTerms
@@ -135,29 +134,35 @@ def _friction_variant(smooth: bool | None, smooth_kind: str) -> str:
     return smooth_kind
 
 
-def _with_friction_single(
+def _with_friction(
     model: RobotModel,
     K: ModelKernels,
     native: NativeModel | None,
     motor: bool,
+    has_load: bool,
+    batch: bool,
     args: list[Any],
     smooth: bool,
     smooth_kind: str,
 ) -> FloatArray:
-    """One state with friction: the frictionless torques (and the reactions if the friction needs
-    them) from the compiled program, then the friction package's compiled single-state program."""
-    n = K.n
-    program = K.friction_program(model, smooth, smooth_kind if smooth else "tanh")
-    reactions = K.needs_reactions(model)
-    key = ("rnea", True, True, True, motor, len(args) == 4, reactions)
+    """``tau + b`` without the breakdown: the fused program (native C, else the traced Python), or,
+    for a friction program outside the traceable subset, Newton–Euler plus the friction package."""
+    variant = _friction_variant(smooth, smooth_kind)
+    key = ("id_friction", motor, has_load, variant)
     if native is not None:
-        rigid: Any = native.run(key, False, args)
-        rigid = rigid.tolist() if rigid is not None else K.kernel(key).scalar(*args)
-    else:
-        rigid = K.kernel(key).scalar(*args)
-    if reactions:
-        return np.array(program(args[1], rigid[:n], rigid[n : 4 * n], rigid[4 * n :]))
-    return np.array(program(args[1], rigid, None, None))
+        out = native.run(key, batch, args)
+        if out is not None:
+            return out
+    kernel = K.inverse_friction(motor, has_load, variant)
+    if kernel is not None:
+        return run(kernel, batch, args)
+    from ..friction import friction_total
+
+    need_reactions = K.needs_reactions(model)
+    rigid = evaluate(K, native, ("rnea", True, True, True, motor, has_load, need_reactions), batch, args)
+    tau_joint, force, moment = _split(rigid, model.dof, need_reactions)
+    qd = np.asarray(args[1], dtype=float)
+    return tau_joint + friction_total(model, qd, tau_joint, force, moment, smooth=smooth, smooth_kind=smooth_kind)
 
 
 def inverse_dynamics(
@@ -210,12 +215,16 @@ def inverse_dynamics(
             if lists is not None:
                 if not use_friction:
                     return np.array(K.rnea(motor=motor).scalar(*lists))
-                return _with_friction_single(model, K, None, motor, lists, bool(smooth), smooth_kind)
+                variant = smooth_kind if smooth else "exact"
+                kernel = K.inverse_friction(motor, False, variant) if variant in FRICTION_VARIANTS else None
+                if kernel is not None:
+                    return np.array(kernel.scalar(*lists))
     if backend is not None and backend not in ("python", "numeric", "native", "generated"):
         raise StateError(f"backend: expected None, 'python', 'native' or 'generated', got {backend!r}")
     motor = _motor_switch(model, motor_inertia)
     use_friction = bool(friction) and K.has_friction
-    variant = _friction_variant(smooth, smooth_kind) if use_friction else None
+    if use_friction:
+        _friction_variant(smooth, smooth_kind)  # a bad smooth_kind is reported before anything runs
     batch, values, load = _validate(model, {"q": q, "qd": qd, "qdd": qdd}, wrench, wrench_frame)
     native = None if backend == "generated" else resolve(model, K, backend)
     need_reactions = use_friction and K.needs_reactions(model)
@@ -225,19 +234,7 @@ def inverse_dynamics(
     if backend != "generated" and not breakdown:
         if not use_friction:
             return evaluate(K, native, ("rnea", True, True, True, motor, has_load, False), batch, args)
-        if native is not None:  # friction fused into the native call
-            out = native.run(("id_friction", motor, has_load, variant), batch, args)
-            if out is not None:
-                return out
-        if not batch:
-            return _with_friction_single(model, K, native, motor, args, bool(smooth), smooth_kind)
-        rigid = evaluate(K, native, ("rnea", True, True, True, motor, has_load, need_reactions), batch, args)
-        tau_joint, force, moment = _split(rigid, model.dof, need_reactions)
-        from ..friction import friction_total
-
-        return tau_joint + friction_total(
-            model, values[1], tau_joint, force, moment, smooth=bool(smooth), smooth_kind=smooth_kind
-        )
+        return _with_friction(model, K, native, motor, has_load, batch, args, bool(smooth), smooth_kind)
 
     force = moment = None
     if backend == "generated":

@@ -8,6 +8,14 @@ dynamics. :func:`scalar_program` therefore writes the same formulas as the model
 left out, and compiles it once per model and variant. ``test_friction_fast.py`` checks it against
 :func:`robot_dynamics.friction.apply_friction` at many random states.
 
+The same source is the one description of the friction for the engine's fast paths: the Python
+backend replays it on its tracer, fused into the Newton–Euler program (one state and NumPy batches,
+``robot_dynamics.dynamics._friction_trace``), the native backend translates it to C. Direction
+switches are therefore written with selects that are cheap on arrays — one-sided ``(a if c else
+0.0)`` terms and selects between two constants — and give the same floats as the plain conditional
+forms (``(cp if v > 0 else (cn if v < 0 else 0))`` = ``(cp if v > 0 else 0) + (cn if v < 0 else 0)``
+since one of the two terms is 0; ``s L+`` / ``-s L-`` = ``s (L+ if s > 0 else -L-)``).
+
 The program's signature is ``program(qd, tau, force, moment) -> list[float]``: ``qd``, ``tau``
 sequences of ``n`` floats, ``force``/``moment`` the reactions flattened to ``3 n`` floats (or ``None``
 when the model has no bearing friction); it returns the total friction ``(n,)`` (or, compiled with
@@ -67,7 +75,7 @@ def _joint_source(p: FrictionParameters, i: int, smooth: bool, kind: str) -> lis
     if needs_s:
         inv_vs = _c(1.0 / float(p.smoothing_velocity[i]))
         if not smooth:
-            lines.append(f"{s} = 1.0 if {v} > 0.0 else (-1.0 if {v} < 0.0 else 0.0)")
+            lines.append(f"{s} = (1.0 if {v} > 0.0 else 0.0) - (1.0 if {v} < 0.0 else 0.0)")  # sgn(v)
         elif kind == "tanh":
             lines.append(f"{s} = tanh({v}*{inv_vs})")
         else:
@@ -78,12 +86,13 @@ def _joint_source(p: FrictionParameters, i: int, smooth: bool, kind: str) -> lis
         if stribeck:
             lines.append(f"e = exp(-abs({v})*{_c(1.0 / eps)})")
             pos, neg = f"({_c(cp)} + {_c(dsp)}*e)", f"({_c(cn)} + {_c(dsn)}*e)"
+            minus_neg = f"-{neg}"
         else:
-            pos, neg = _c(cp), _c(cn)
-        if smooth:
-            parts.append(f"({s}*{pos} if {s} > 0.0 else -{s}*{neg})")
+            pos, neg, minus_neg = _c(cp), _c(cn), _c(-cn)
+        if smooth:  # s L+ for s > 0, -s L- for s < 0 (smooth.asymmetric_level)
+            parts.append(f"{s}*({pos} if {s} > 0.0 else {minus_neg})")
         else:
-            parts.append(f"({pos} if {v} > 0.0 else ({neg} if {v} < 0.0 else 0.0))")
+            parts.append(f"({pos} if {v} > 0.0 else 0.0) + ({neg} if {v} < 0.0 else 0.0)")
     parts = [x for x in parts if x]
     lines.append(f"{b} = {' + '.join(parts) if parts else '0.0'}")
     if bearing_kind is not None:  # seed 003 Table 3.1 in the joint's axis frame
