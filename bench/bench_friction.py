@@ -4,9 +4,8 @@ Usage: ``.venv/bin/python bench/bench_friction.py [--batch 1000 100000] [--repea
 
 For each robot case, input (one state, batches) and backend: ``inverse_dynamics(...,
 friction=False)`` (rigid body + motor inertia) vs ``inverse_dynamics(..., friction=True)`` (the
-friction fast paths: the friction package's compiled single-state program fed from the compiled
-Newton–Euler on the Python backend, ``friction_total`` for Python batches; friction translated to C
-and fused into the same call on the native backend), best of ``--repeat`` rounds timed alternately
+friction traced into the Newton–Euler program on the Python backend, one state or a batch; friction
+translated to C and fused into the same call on the native backend), best of ``--repeat`` rounds timed alternately
 (a busy spell on the shared machine hits both), and what friction adds.
 
 Target (issue 5): friction adds at most 20 % to inverse-dynamics time per call. Robots: ``puma560``
