@@ -20,6 +20,7 @@ throughput >= 10x Pinocchio in a loop.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 import time
 import timeit
@@ -35,9 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import robot_dynamics as rd
 from robot_dynamics.dynamics import native
 
-ROBOTS = (
-    Path(__file__).resolve().parents[1]
-    / ".venv/lib/python3.11/site-packages/cmeel.prefix/share/example-robot-data/robots"
+ROBOTS = Path(
+    str(
+        importlib.metadata.distribution("example-robot-data").locate_file(
+            "cmeel.prefix/share/example-robot-data/robots"
+        )
+    )
 )
 
 

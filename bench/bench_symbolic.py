@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import importlib.metadata
 import math
 import os
 import shutil
@@ -28,7 +29,13 @@ import robot_dynamics as rd
 from robot_dynamics.model import DHRow, DHTable, Inertial, RobotModel, from_dh
 
 ROOT = Path(__file__).resolve().parents[1]
-URDF = ROOT / ".venv/lib/python3.11/site-packages/cmeel.prefix/share/example-robot-data/robots"
+URDF = Path(
+    str(
+        importlib.metadata.distribution("example-robot-data").locate_file(
+            "cmeel.prefix/share/example-robot-data/robots"
+        )
+    )
+)
 
 
 def per_call(fn: Callable[[], object], seconds: float = 0.5) -> float:

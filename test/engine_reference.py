@@ -8,6 +8,7 @@ a URDF with Pinocchio's own parser.
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
 from pathlib import Path
 
@@ -18,9 +19,13 @@ from robot_dynamics.model import DHRow, DHTable, Inertial, JointFriction, Motor,
 G0 = 9.8062
 PI = math.pi
 
-EXAMPLE_ROBOTS = (
-    Path(__file__).resolve().parents[1]
-    / ".venv/lib/python3.11/site-packages/cmeel.prefix/share/example-robot-data/robots"
+# example-robot-data (a test extra) installs its URDFs under the venv's cmeel prefix
+EXAMPLE_ROBOTS = Path(
+    str(
+        importlib.metadata.distribution("example-robot-data").locate_file(
+            "cmeel.prefix/share/example-robot-data/robots"
+        )
+    )
 )
 # (URDF, tip link, joints Pinocchio must lock at 0 to get the same chain)
 URDF_ARMS = {

@@ -5,6 +5,7 @@ and the C has no dynamic allocation."""
 from __future__ import annotations
 
 import ctypes
+import importlib.metadata
 import importlib.util
 import re
 from pathlib import Path
@@ -21,13 +22,17 @@ from robot_dynamics.symbolic.model import symbolic_robot
 from robot_dynamics.symbolic.newton_euler import generate, inverse_dynamics_program
 from robot_dynamics.symbolic.program import Program
 
-ROBOTS = Path(rd.__file__).resolve().parents[1] / ".venv/lib/python3.11/site-packages/cmeel.prefix/share"
-UR5 = ROBOTS / "example-robot-data/robots/ur_description/urdf/ur5_robot.urdf"
+ROBOTS = Path(
+    str(
+        importlib.metadata.distribution("example-robot-data").locate_file(
+            "cmeel.prefix/share/example-robot-data/robots"
+        )
+    )
+)
+UR5 = ROBOTS / "ur_description/urdf/ur5_robot.urdf"
 
 
 def _ur5() -> rd.RobotModel:
-    if not UR5.exists():
-        pytest.skip(f"example-robot-data UR5 not installed at {UR5}")
     return rd.load_robot(str(UR5), tip_link="tool0")
 
 
