@@ -305,6 +305,48 @@ def test_a_late_first_point_starts_from_the_measured_state(context: Any, ros: tu
     np.testing.assert_allclose(out[start + 250_000_000].velocity, target, atol=1e-12)
 
 
+def test_an_empty_trajectory_cancels_tracking(context: Any, ros: tuple[Spinner, str]) -> None:
+    spinner, ns = ros
+    node = start_feedforward(context, spinner, ns)
+    client = spinner.add(client_node(context, ns))
+    efforts = Collector(client, JointState, "feedforward/efforts")
+    js_pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
+    traj_pub = client.create_publisher(JointTrajectory, "joint_trajectory", DATA_QOS)
+    connect(js_pub, efforts)
+    wait_until(lambda: traj_pub.get_subscription_count() >= 1, "trajectory subscriber")
+    times = [0.0, 5.0, 10.0]
+    q, qd, qdd = RNG.normal(size=(3, 3, 6))
+    start = client.get_clock().now().nanoseconds
+    q_meas, qd_meas = RNG.normal(size=(2, 6))
+    reference = JointTrajectorySampler(times, q, qd, qdd)
+
+    def torque_at(stamp: int) -> np.ndarray:
+        js_pub.publish(joint_state(q_meas, qd_meas, stamp))
+        wait_until(lambda: stamp in by_stamp(efforts.snapshot()), "the torque")
+        return np.asarray(by_stamp(efforts.snapshot())[stamp].effort)
+
+    # an active trajectory, then a pending one (starting later), each cancelled by a message with no points
+    traj_pub.publish(trajectory_msg(times, q, qd, qdd, start))
+    wait_until(lambda: node.pending is not None, "the trajectory")
+    d = reference.sample(1.0)
+    tracking = inverse_dynamics(PUMA, d.positions, d.velocities, d.accelerations, smooth=True)
+    np.testing.assert_allclose(torque_at(start + 1_000_000_000), tracking, rtol=0, atol=1e-12)
+    assert node.active is not None
+    traj_pub.publish(JointTrajectory())  # no joint names either: cancels
+    wait_until(lambda: node.trajectories_cancelled == 1, "the cancellation")
+    assert node.active is None and node.pending is None
+    holding = holding_reference(q_meas, qd_meas)
+    np.testing.assert_allclose(torque_at(start + 2_000_000_000), holding, rtol=0, atol=1e-12)
+
+    traj_pub.publish(trajectory_msg(times, q, qd, qdd, start + 3_000_000_000))
+    wait_until(lambda: node.pending is not None, "the second trajectory")
+    traj_pub.publish(JointTrajectory(joint_names=NAMES))
+    wait_until(lambda: node.trajectories_cancelled == 2, "the second cancellation")
+    assert node.pending is None and node.active is None
+    np.testing.assert_allclose(torque_at(start + 4_000_000_000), holding, rtol=0, atol=1e-12)
+    assert node.stats.rejected == 0 and node.trajectories_accepted == 2 and node.trajectories_finished == 0
+
+
 def bad_joint_states() -> list[JointState]:
     good = joint_state(np.zeros(6), np.zeros(6), 5)
     cases = []
@@ -323,7 +365,6 @@ def bad_joint_states() -> list[JointState]:
 
 
 def bad_trajectories() -> list[JointTrajectory]:
-    empty = JointTrajectory(joint_names=NAMES)
     backwards = JointTrajectory(
         joint_names=NAMES,
         points=[
@@ -338,7 +379,7 @@ def bad_trajectories() -> list[JointTrajectory]:
     nan = JointTrajectory(
         joint_names=NAMES, points=[JointTrajectoryPoint(positions=[math.nan] * 6, time_from_start=Duration(sec=1))]
     )
-    return [empty, backwards, unknown, nan]
+    return [backwards, unknown, nan]
 
 
 def test_bad_messages_are_dropped_counted_and_never_kill_the_node(context: Any, ros: tuple[Spinner, str]) -> None:
@@ -356,7 +397,7 @@ def test_bad_messages_are_dropped_counted_and_never_kill_the_node(context: Any, 
             count = node.stats.rejected
             pub.publish(msg)  # one at a time: the node's depth-10 queue is not what is tested here
             wait_until(lambda count=count: node.stats.rejected > count, "the rejection")
-    assert node.stats.rejected_by_reason == {"joint_states": 15, "trajectory": 12}
+    assert node.stats.rejected_by_reason == {"joint_states": 15, "trajectory": 9}
     assert node.pending is None and node.active is None
     q, qd = RNG.uniform(-1, 1, 6), np.zeros(6)
     js_pub.publish(joint_state(q, qd, 77))
@@ -368,14 +409,14 @@ def test_bad_messages_are_dropped_counted_and_never_kill_the_node(context: Any, 
     def status() -> dict[str, str] | None:
         for array in reversed(diagnostics.snapshot()):
             for s in array.status:
-                if s.name == name and any(kv.key == "rejected" and kv.value == "27" for kv in s.values):
+                if s.name == name and any(kv.key == "rejected" and kv.value == "24" for kv in s.values):
                     return {kv.key: kv.value for kv in s.values}
         return None
 
-    wait_until(status, "a diagnostics status with 27 rejections")
+    wait_until(status, "a diagnostics status with 24 rejections")
     values = status()
     assert values is not None
-    assert values["rejected[joint_states]"] == "15" and values["rejected[trajectory]"] == "12"
+    assert values["rejected[joint_states]"] == "15" and values["rejected[trajectory]"] == "9"
     assert values["robot"] == PUMA.name and values["mode"] == "holding"
     assert float(values["compute_max_us"]) >= 0.0 and "rate_hz" in values
 

@@ -6,7 +6,8 @@ Subscribes
     ``joint_trajectory`` (trajectory_msgs/JointTrajectory): desired motion, every model joint named.
     ``header.stamp`` zero = start on receipt; otherwise start at that time (a later trajectory replaces
     the current one when it starts). If the first point is after ``t = 0`` the motion starts from the
-    measured state (ROS semantics).
+    measured state (ROS semantics). A trajectory with no points cancels the active and pending ones
+    (the node holds again), as an empty message on a joint_trajectory_controller's topic does.
 Publishes, for each accepted joint state
     ``feedforward/commands`` (std_msgs/Float64MultiArray): torques in model joint order (layout one dim
     ``joints``), ready for ros2_control's ``effort_controllers/JointGroupEffortController``;
@@ -148,6 +149,7 @@ class FeedforwardNode(RobotNode):
         self.active: tuple[JointTrajectorySampler, int] | None = None
         self.trajectories_accepted = 0
         self.trajectories_finished = 0
+        self.trajectories_cancelled = 0
         self._commands = Float64MultiArray()
         self._efforts = JointState()
         # The model first (compiling the native backend may take a moment): no message is queued meanwhile.
@@ -192,6 +194,13 @@ class FeedforwardNode(RobotNode):
         model = self.model
         if model is None:
             self.reject("trajectory", "no robot model yet")
+            return
+        if not msg.points:  # no points: stop tracking (ros_controllers' topic convention)
+            cancelled = [what for what, slot in (("active", self.active), ("pending", self.pending)) if slot]
+            self.active = self.pending = None
+            self.trajectories_cancelled += 1
+            what = " and ".join(cancelled) or "nothing"
+            self.get_logger().info(f"empty trajectory: cancelled {what}; holding (gravity + friction compensation)")
             return
         try:
             sampler = trajectory_from_msg(msg, model.joint_names)
@@ -285,6 +294,7 @@ class FeedforwardNode(RobotNode):
             ("friction_velocity", "measured" if self.use_measured_velocity else "desired"),
             ("trajectories_accepted", str(self.trajectories_accepted)),
             ("trajectories_finished", str(self.trajectories_finished)),
+            ("trajectories_cancelled", str(self.trajectories_cancelled)),
         ]
 
 
