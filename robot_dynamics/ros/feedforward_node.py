@@ -53,38 +53,36 @@ class FeedforwardLaw:
 
     ``torque(q, qd, qdd, friction, smooth, friction_velocity)``: with ``friction_velocity=None`` this is
     ``inverse_dynamics(q, qd, qdd, friction=friction, smooth=smooth)``; otherwise the frictionless
-    ``inverse_dynamics(q, qd, qdd, friction=False)`` plus the engine's friction at ``friction_velocity``:
-    ``friction_torques`` when the model's friction does not depend on the load, else ``friction_total``
-    with the joint torque and reactions of the same state.
+    ``inverse_dynamics(q, qd, qdd, friction=False)`` plus the engine's friction at ``friction_velocity``
+    with the joint torque (and, for bearing friction, the joint reactions) of the same state, evaluated by
+    the friction package's compiled single-state program (``scalar_friction``).
     """
 
     def __init__(self, model: RobotModel) -> None:
         from robot_dynamics.dynamics import gravity_torques, inverse_dynamics, rnea_with_reactions
-        from robot_dynamics.friction import friction_parameters, friction_torques, friction_total, needs_reactions
+        from robot_dynamics.friction import needs_reactions, scalar_friction
 
         self._inverse_dynamics = inverse_dynamics
         self._gravity = gravity_torques
         self._reactions = rnea_with_reactions
-        self._friction_total = friction_total
-        self._friction_torques = friction_torques
+        self._scalar_friction = scalar_friction
         self.model = model
         self.zeros = np.zeros(model.dof)
         self.zeros.setflags(write=False)
         self.has_friction = model.has_friction
         self.needs_reactions = self.has_friction and needs_reactions(model)
-        self.load_dependent = self.has_friction and (
-            self.needs_reactions or friction_parameters(model).has_transmission
-        )
 
     def _friction(
         self, velocity: FloatArray, tau_joint: FloatArray, q: FloatArray, qd: FloatArray, qdd: FloatArray, smooth: bool
     ) -> FloatArray:
-        if not self.load_dependent:
-            return np.asarray(self._friction_torques(self.model, velocity, smooth=smooth), dtype=np.float64)
+        # the friction package's compiled single-state program (= apply_friction(...).total, tested to
+        # 1e-12), cached per model: plain floats, none of the NumPy formulas' per-call overhead
+        program = self._scalar_friction(self.model, smooth=smooth)
         force = moment = None
         if self.needs_reactions:
-            _, force, moment = self._reactions(self.model, q, qd, qdd)
-        return np.asarray(self._friction_total(self.model, velocity, tau_joint, force, moment, smooth=smooth))
+            _, f, m = self._reactions(self.model, q, qd, qdd)
+            force, moment = np.ravel(f).tolist(), np.ravel(m).tolist()
+        return np.array(program(velocity.tolist(), tau_joint.tolist(), force, moment), dtype=np.float64)
 
     def torque(
         self,
