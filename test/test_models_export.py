@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from engine_reference import EXAMPLE_ROBOTS
 from lxml import etree
 from models_reference import link_frames, world_inertials
 
@@ -19,13 +20,7 @@ from robot_dynamics.dynamics import inverse_dynamics
 from robot_dynamics.io import ModelWarning, bundled_robots, load_robot, loads_urdf, model_to_urdf
 from robot_dynamics.model import RobotModel
 
-ROBOTS = Path(
-    str(
-        importlib.metadata.distribution("example-robot-data").locate_file(
-            "cmeel.prefix/share/example-robot-data/robots"
-        )
-    )
-)
+ROBOTS = EXAMPLE_ROBOTS
 
 
 def reload(model: RobotModel, **kwargs: bool) -> RobotModel:

@@ -7,13 +7,13 @@ joints locked at zero) and, for the model data, the world-frame Newton-Euler of
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from engine_reference import EXAMPLE_ROBOTS
 from models_reference import link_frames, mass_matrix, rnea
 
 from robot_dynamics.dynamics import inertia_matrix, inverse_dynamics
@@ -23,13 +23,7 @@ from robot_dynamics.model import JointFriction, RobotModel
 
 pin = pytest.importorskip("pinocchio")
 
-ROBOTS = Path(
-    str(
-        importlib.metadata.distribution("example-robot-data").locate_file(
-            "cmeel.prefix/share/example-robot-data/robots"
-        )
-    )
-)
+ROBOTS = EXAMPLE_ROBOTS
 
 INERTIA = 'ixx="{0}" iyy="{0}" izz="{0}" ixy="0" ixz="0" iyz="0"'
 

@@ -14,6 +14,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 import sympy as sp
+from engine_reference import EXAMPLE_ROBOTS
 
 import robot_dynamics as rd
 from robot_dynamics.symbolic.codegen_c import c_source, compile_shared, load
@@ -22,13 +23,7 @@ from robot_dynamics.symbolic.model import symbolic_robot
 from robot_dynamics.symbolic.newton_euler import generate, inverse_dynamics_program
 from robot_dynamics.symbolic.program import Program
 
-ROBOTS = Path(
-    str(
-        importlib.metadata.distribution("example-robot-data").locate_file(
-            "cmeel.prefix/share/example-robot-data/robots"
-        )
-    )
-)
+ROBOTS = EXAMPLE_ROBOTS
 UR5 = ROBOTS / "ur_description/urdf/ur5_robot.urdf"
 
 
