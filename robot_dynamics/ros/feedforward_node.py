@@ -54,18 +54,18 @@ class FeedforwardLaw:
     ``torque(q, qd, qdd, friction, smooth, friction_velocity)``: with ``friction_velocity=None`` this is
     ``inverse_dynamics(q, qd, qdd, friction=friction, smooth=smooth)``; otherwise the frictionless
     ``inverse_dynamics(q, qd, qdd, friction=False)`` plus the engine's friction at ``friction_velocity``
-    with the joint torque (and, for bearing friction, the joint reactions) of the same state, evaluated by
-    the friction package's compiled single-state program (``scalar_friction``).
+    with the joint torque (and, for bearing friction, the joint reactions) of the same state
+    (``friction_total``: one state runs the friction package's compiled single-state program).
     """
 
     def __init__(self, model: RobotModel) -> None:
         from robot_dynamics.dynamics import gravity_torques, inverse_dynamics, rnea_with_reactions
-        from robot_dynamics.friction import needs_reactions, scalar_friction
+        from robot_dynamics.friction import friction_total, needs_reactions
 
         self._inverse_dynamics = inverse_dynamics
         self._gravity = gravity_torques
         self._reactions = rnea_with_reactions
-        self._scalar_friction = scalar_friction
+        self._friction_total = friction_total
         self.model = model
         self.zeros = np.zeros(model.dof)
         self.zeros.setflags(write=False)
@@ -75,14 +75,11 @@ class FeedforwardLaw:
     def _friction(
         self, velocity: FloatArray, tau_joint: FloatArray, q: FloatArray, qd: FloatArray, qdd: FloatArray, smooth: bool
     ) -> FloatArray:
-        # the friction package's compiled single-state program (= apply_friction(...).total, tested to
-        # 1e-12), cached per model: plain floats, none of the NumPy formulas' per-call overhead
-        program = self._scalar_friction(self.model, smooth=smooth)
+        # friction_total runs one state through the friction package's compiled single-state program
         force = moment = None
         if self.needs_reactions:
-            _, f, m = self._reactions(self.model, q, qd, qdd)
-            force, moment = np.ravel(f).tolist(), np.ravel(m).tolist()
-        return np.array(program(velocity.tolist(), tau_joint.tolist(), force, moment), dtype=np.float64)
+            _, force, moment = self._reactions(self.model, q, qd, qdd)
+        return self._friction_total(self.model, velocity, tau_joint, force, moment, smooth=smooth)
 
     def torque(
         self,
