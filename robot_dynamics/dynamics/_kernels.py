@@ -65,8 +65,8 @@ class ModelKernels:
 
     def kernel(self, key: tuple[Any, ...]) -> Kernel:
         """The kernel of a key: ``("rnea", velocity, acceleration, gravity, motor, load, reactions)``,
-        ``("id_friction", motor, load, variant)``, ``("inertia", motor)``, ``("forward", motor, load)`` or
-        ``("coriolis_tensor",)``."""
+        ``("inertia", motor)``, ``("forward", motor, load)`` or ``("coriolis_tensor",)``. (Inverse dynamics
+        with friction: :meth:`inverse_friction`.)"""
         found = self._built.get(key)
         if found is not None:
             return found
@@ -81,11 +81,6 @@ class ModelKernels:
                 load=load,
                 reactions=reactions,
             )
-        if kind == "id_friction":
-            found = self.inverse_friction(*key[1:])
-            if found is None:
-                raise KeyError(f"the friction program of {key!r} cannot be traced")
-            return found
         if kind == "inertia":
             return self.inertia(key[1])
         if kind == "forward":
