@@ -44,6 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ.pop("ROS_LOCALHOST_ONLY", None)
     os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # a crashing node process prints every thread's stack
     # Compiled engine/generated-code libraries go to a per-session cache (inherited by node processes),
     # so the tests neither depend on nor fill the user's ~/.cache/robot_dynamics.
     if "ROBOT_DYNAMICS_CACHE" not in os.environ:

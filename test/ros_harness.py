@@ -94,9 +94,9 @@ def call(client: Any, request: Any, timeout: float = TIMEOUT) -> Any:
     return future.result()
 
 
-def interrupt(proc: subprocess.Popen[str], timeout: float = 30.0) -> str:
+def interrupt(proc: subprocess.Popen[str], timeout: float = 30.0, signum: int = signal.SIGINT) -> str:
     """Ctrl-C a node process (SIGINT, as a terminal would) and return its output; killed if it hangs."""
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
