@@ -418,6 +418,8 @@ def test_bad_messages_are_dropped_counted_and_never_kill_the_node(context: Any, 
     assert values is not None
     assert values["rejected[joint_states]"] == "15" and values["rejected[trajectory]"] == "9"
     assert values["robot"] == PUMA.name and values["mode"] == "holding"
+    # matched subscribers per output, as the publishing side sees them (replay's diagnostics_ready)
+    assert values["subscribers[feedforward/efforts]"] == "1" and values["subscribers[feedforward/commands]"] == "0"
     assert float(values["compute_max_us"]) >= 0.0 and "rate_hz" in values
 
 

@@ -28,6 +28,7 @@ import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -453,7 +454,9 @@ class RobotNode(Node):
         self.declare("warning_period", 5.0, "seconds between repeated warnings of one kind", read_only=True)
         self.warnings = ThrottledWarnings(self.get_logger().warning, float(self.param("warning_period")))
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_timer(float(self.param("diagnostics_period")), self._publish_diagnostics)
+        # housekeeping on the steady clock: a node on use_sim_time reports and times out before /clock runs
+        self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(float(self.param("diagnostics_period")), self._publish_diagnostics, clock=self.steady_clock)
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
         self._waiting_since = time.monotonic()
@@ -510,7 +513,9 @@ class RobotNode(Node):
             )
             timeout = float(self.param("robot_description_timeout"))
             if timeout > 0.0:
-                self._description_deadline = self.create_timer(timeout, self._description_timeout)
+                self._description_deadline = self.create_timer(
+                    timeout, self._description_timeout, clock=self.steady_clock
+                )
             self.get_logger().info(
                 f"waiting for the robot on {self.resolve_topic_name('robot_description')} (transient local)"
             )

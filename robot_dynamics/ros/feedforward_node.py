@@ -290,6 +290,11 @@ class FeedforwardNode(RobotNode):
             ("trajectories_accepted", str(self.trajectories_accepted)),
             ("trajectories_finished", str(self.trajectories_finished)),
             ("trajectories_cancelled", str(self.trajectories_cancelled)),
+            *(
+                (f"subscribers[{pub.topic}]", str(pub.get_subscription_count()))
+                for pub in (self.commands_pub, self.efforts_pub)
+                if pub is not None
+            ),
         ]
 
 
