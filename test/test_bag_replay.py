@@ -39,6 +39,7 @@ def test_replay_through_the_live_feedforward_node_matches_the_offline_torques(tm
                 rate=1.0,
                 clock=True,
                 expect=dict.fromkeys(RECORD, 801),
+                ready=demo.outputs_matched(),
             )
         finally:
             demo.stop_nodes(nodes)
@@ -86,7 +87,40 @@ def test_replay_errors_name_the_problem(tmp_path):
         message_class("my_pkg/msg/Thing")
     with pytest.raises(ReplayError, match="unrecognised message type 'Thing'"):
         message_class("Thing")
+    never = lambda node: lambda: False  # noqa: E731
+    with pytest.raises(ReplayError, match=r"no subscriber on \['/joint_states'\]; the ready condition does not hold"):
+        replay(SAMPLE, topics=["joint_states"], wait_timeout=0.3, ready=never)
     with pytest.raises(ReplayError, match="rate must be positive"):
         replay(SAMPLE, rate=0.0)
     with pytest.raises(ReplayError, match="expected messages on /x, which is not recorded"):
         replay(SAMPLE, expect={"x": 1})
+
+
+def test_replay_cli_waits_for_the_node_and_checks(tmp_path, capsys):
+    """``robot-dynamics replay --clock --check --wait-for-node``: the documented loop, node defaults."""
+    from robot_dynamics.cli import main
+
+    with open(tmp_path / "nodes.log", "wb") as log:
+        nodes = demo.start_nodes("puma560", log, dict(os.environ), {}, service=False)
+        try:
+            status = main(
+                [
+                    "replay",
+                    str(SAMPLE),
+                    "--clock",
+                    "--check",
+                    "--robot",
+                    "puma560",
+                    "--wait-for-node",
+                    "/feedforward_node",
+                    "--out",
+                    str(tmp_path / "recorded"),
+                ]
+            )
+        finally:
+            demo.stop_nodes(nodes)
+    captured = capsys.readouterr()
+    report = captured.out + captured.err + (tmp_path / "nodes.log").read_text()
+    assert status == 0, report
+    assert "801/801 joint states answered" in captured.out and ": OK" in captured.out, report
+    assert io.bag_summary(tmp_path / "recorded").topics["/feedforward/commands"].count == 801

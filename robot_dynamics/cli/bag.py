@@ -218,6 +218,14 @@ def _register_replay(sub: Any) -> None:
     p.add_argument("--rate", type=float, default=1.0, help="playback speed factor (default: %(default)s)")
     p.add_argument("--clock", action="store_true", help="publish /clock at bag time (nodes on use_sim_time)")
     p.add_argument("--wait", type=float, default=30.0, metavar="S", help="max wait for the nodes (default 30 s)")
+    p.add_argument(
+        "--wait-for-node",
+        action="append",
+        metavar="NODE",
+        help="also wait until the robot_dynamics node NODE (e.g. /feedforward_node) reports on /diagnostics a "
+        "subscriber on each of its outputs: the recorder is seen from the publishing side too, so its "
+        "first outputs are not lost (repeatable)",
+    )
     p.add_argument("--check", action="store_true", help="compare recorded feed-forward torques with the offline ones")
     p.add_argument("--tolerance", type=float, default=1e-9, help="--check tolerance, N·m (default: %(default)s)")
     _add_model_options(p)
@@ -249,9 +257,17 @@ def parse_record(items: list[str] | None) -> dict[str, str]:
 def run_replay(args: argparse.Namespace) -> int:
     from robot_dynamics.bag import io
     from robot_dynamics.bag.progress import Progress
-    from robot_dynamics.ros.replay import replay
+    from robot_dynamics.ros.replay import ReadyHook, diagnostics_ready, replay
 
     record = parse_record(args.record)
+    ready: ReadyHook | None = None
+    if args.wait_for_node:
+        hooks = [diagnostics_ready(f"robot_dynamics: {io.topic_name(n)}") for n in args.wait_for_node]
+
+        def ready(node: Any) -> Any:
+            checks = [hook(node) for hook in hooks]
+            return lambda: all(check() for check in checks)
+
     summary = io.bag_summary(args.bag)
     played = [io.topic_name(t) for t in args.topics] if args.topics else list(summary.topics)
     js = io.topic_name(args.joint_states)
@@ -271,6 +287,7 @@ def run_replay(args: argparse.Namespace) -> int:
             expect=expect,
             wait_timeout=args.wait,
             progress=bar.update,
+            ready=ready,
         )
     print(result.describe())
     lost = {t: n for t, n in result.lost.items() if n}

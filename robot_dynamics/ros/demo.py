@@ -26,14 +26,31 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from robot_dynamics.ros.replay import ReadyHook
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_BAG = REPO / "data" / "puma560_sample"
 TOLERANCE = 1e-9  # N m
 NODE_PARAMETERS = {"friction": "true", "smooth_friction": "true", "friction_velocity": "desired"}
+
+
+def outputs_matched() -> ReadyHook:
+    """replay's extra readiness condition: the feed-forward node's publishers have matched the recorders.
+
+    A recorder seeing its publisher is not enough: the node's first output was lost that way once
+    on a loaded machine (DDS discovery completes on each side separately).
+    """
+    from robot_dynamics.ros.replay import diagnostics_ready
+
+    return diagnostics_ready(
+        "robot_dynamics: /feedforward_node",
+        ["subscribers[feedforward/commands]", "subscribers[feedforward/efforts]"],
+    )
 
 
 def reserve_domain_id() -> tuple[int, IO[str]]:
@@ -68,6 +85,8 @@ def start_nodes(
     # precedence over ``-p`` and could silently change what the check compares against.
     command += ["--ros-args", "-p", f"robot_config:={robot}"]
     command += ["-p", "use_sim_time:=true"]
+    # frequent /diagnostics: replay waits for them to report the recorders as matched (outputs_matched)
+    command += ["-p", "diagnostics_period:=0.2"]
     for name, value in (NODE_PARAMETERS if parameters is None else parameters).items():
         command += ["-p", f"{name}:={value}"]
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -152,6 +171,7 @@ def run(
                 clock=True,
                 expect=dict.fromkeys(record, ev.count),
                 wait_timeout=30.0,
+                ready=outputs_matched(),
             )
             t_replay = time.monotonic() - t_nodes
         finally:

@@ -8,7 +8,11 @@ and records the ``record`` topics into a new bag (receive times from the recordi
 raw bytes).
 
 Synchronisation, no fixed sleeps: playback starts once every played topic has a matched
-subscriber and every recorded topic a matched publisher (``wait_timeout``); after the last message
+subscriber, every recorded topic a matched publisher and the optional ``ready`` condition holds
+(``wait_timeout``). A recorder seeing its publisher does not mean the publisher has matched the
+recorder yet (DDS discovery is per side; the first outputs of a loaded node were lost that way):
+:func:`diagnostics_ready` waits until the node's ``/diagnostics`` report a subscriber on each of its
+outputs, which only the publishing side knows. After the last message
 it waits until every reliable publisher's data are acknowledged and until the recorded topics have
 the ``expect``-ed counts (or ``settle_timeout``). Sleeping until each message's due time is the
 playback clock itself. If this process runs late (a loaded machine), the rest of the schedule
@@ -105,6 +109,44 @@ class ReplayResult:
         return "\n".join(lines)
 
 
+ReadyHook = Callable[[Node], Callable[[], bool]]
+"""Builds, on the replay node (after the recorders exist), an extra readiness condition."""
+
+
+def diagnostics_ready(status_name: str, keys: Sequence[str] | None = None) -> ReadyHook:
+    """A ``ready`` hook: the ``/diagnostics`` status ``status_name`` reports a count >= 1 for every key.
+
+    For the feed-forward node: ``diagnostics_ready("robot_dynamics: /feedforward_node",
+    ["subscribers[feedforward/commands]", "subscribers[feedforward/efforts]"])`` -- its publishers
+    have matched a subscriber (the replay's recorders, on a private domain). ``keys=None``: every
+    ``subscribers[...]`` key the status has (at least one).
+    """
+
+    def hook(node: Node) -> Callable[[], bool]:
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        latest: dict[str, str] = {}
+        lock = threading.Lock()
+
+        def on_diagnostics(msg: DiagnosticArray) -> None:
+            for status in msg.status:
+                if status.name == status_name:
+                    with lock:
+                        latest.update({kv.key: kv.value for kv in status.values})
+
+        node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+
+        def ready() -> bool:
+            with lock:
+                wanted = keys if keys is not None else [k for k in latest if k.startswith("subscribers[")]
+                counts = [latest.get(k, "") for k in wanted]
+                return bool(counts) and all(c.isdigit() and int(c) >= 1 for c in counts)
+
+        return ready
+
+    return hook
+
+
 class _Recorder:
     def __init__(self, node: Node, topic: str, msgtype: str) -> None:
         self.topic = topic
@@ -156,6 +198,7 @@ def replay(
     context: Context | None = None,
     progress: Callable[[int], None] | None = None,
     node_name: str = "robot_dynamics_replay",
+    ready: ReadyHook | None = None,
 ) -> ReplayResult:
     """Plays ``topics`` of ``bag`` (default all) and records ``record`` (topic -> message type).
 
@@ -164,6 +207,7 @@ def replay(
     before every message that follows a gap; ``expect`` maps recorded topics to the
     number of messages to wait for. ``out`` receives the recorded topics as a bag. ``context``: an
     initialised rclpy context to use (default: a private one, initialised and shut down here).
+    ``ready``: an extra condition to wait for before playing (see :func:`diagnostics_ready`).
     """
     if not rate > 0.0:
         raise ReplayError(f"rate must be positive, got {rate}")
@@ -198,23 +242,26 @@ def replay(
     executor.add_node(node)
     spinner = threading.Thread(target=_spin, args=(executor,), name="replay-spin", daemon=True)
     try:
+        # recorders first: their announcements go out before anything is played
+        recorders = {t: _Recorder(node, t, m) for t, m in record.items()}
+        extra_ready = ready(node) if ready is not None else None
         publishers = {t: node.create_publisher(classes[t], t, PLAY_QOS) for t in raw}
         clock_pub = None
         clock_cls = None
         if clock:
             clock_cls = message_class(io.CLOCK)
             clock_pub = node.create_publisher(clock_cls, CLOCK_TOPIC, PLAY_QOS)
-        recorders = {t: _Recorder(node, t, m) for t, m in record.items()}
         spinner.start()
 
-        ready = _wait(
+        matched = _wait(
             lambda: (
                 all(p.get_subscription_count() > 0 for p in publishers.values())
                 and all(r.subscription.get_publisher_count() > 0 for r in recorders.values())
+                and (extra_ready is None or extra_ready())
             ),
             wait_timeout,
         )
-        if not ready:
+        if not matched:
             missing_subs = [t for t, p in publishers.items() if p.get_subscription_count() == 0]
             missing_pubs = [t for t, r in recorders.items() if r.subscription.get_publisher_count() == 0]
             detail = []
@@ -222,6 +269,8 @@ def replay(
                 detail.append(f"no subscriber on {missing_subs}")
             if missing_pubs:
                 detail.append(f"no publisher on {missing_pubs}")
+            if extra_ready is not None and not extra_ready():
+                detail.append("the ready condition does not hold")
             raise ReplayError(f"nodes not ready after {wait_timeout} s: {'; '.join(detail)}")
 
         published = dict.fromkeys(raw, 0)
