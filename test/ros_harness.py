@@ -17,6 +17,8 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
+from robot_dynamics.ros.common import stop_executors
+
 TIMEOUT = 30.0
 
 
@@ -55,12 +57,12 @@ class Spinner:
         return node
 
     def close(self) -> None:
-        for _, executor, _ in self._items:
-            executor.shutdown(timeout_sec=5.0)
-        for node, _, thread in self._items:
-            thread.join(timeout=5.0)
+        items, self._items = self._items, []
+        stopped = stop_executors([e for _, e, _ in items], [t for _, _, t in items], 5.0 * len(items))
+        stuck = [node.get_name() for (node, _, _), ok in zip(items, stopped, strict=True) if not ok]
+        assert not stuck, f"executor threads did not stop: {stuck}"  # destroying their nodes would crash
+        for node, _, _ in items:
             node.destroy_node()
-        self._items.clear()
         if self.errors:
             raise AssertionError(f"a node's executor raised: {self.errors[0]!r}") from self.errors[0]
 

@@ -124,3 +124,13 @@ def test_replay_cli_waits_for_the_node_and_checks(tmp_path, capsys):
     assert status == 0, report
     assert "801/801 joint states answered" in captured.out and ": OK" in captured.out, report
     assert io.bag_summary(tmp_path / "recorded").topics["/feedforward/commands"].count == 801
+
+
+def test_replay_cli_waiting_for_an_absent_node_is_one_clear_error(capsys):
+    from robot_dynamics.cli import main
+
+    status = main(["replay", str(SAMPLE), "--topics", "joint_states", "--wait", "0.3", "--wait-for-node", "/nope"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and err.startswith("robot-dynamics replay: error: nodes not ready after 0.3 s")
+    assert "the ready condition does not hold" in err

@@ -45,6 +45,7 @@ from robot_dynamics.io import load_robot  # noqa: E402
 from robot_dynamics.ros.common import (  # noqa: E402
     DATA_QOS,
     ROBOT_DESCRIPTION_QOS,
+    diagnostic_dict,
     from_multiarray,
     ns_to_stamp,
     stamp_to_ns,
@@ -409,8 +410,8 @@ def test_bad_messages_are_dropped_counted_and_never_kill_the_node(context: Any, 
     def status() -> dict[str, str] | None:
         for array in reversed(diagnostics.snapshot()):
             for s in array.status:
-                if s.name == name and any(kv.key == "rejected" and kv.value == "24" for kv in s.values):
-                    return {kv.key: kv.value for kv in s.values}
+                if s.name == name and diagnostic_dict(s).get("rejected") == "24":
+                    return diagnostic_dict(s)
         return None
 
     wait_until(status, "a diagnostics status with 24 rejections")

@@ -257,16 +257,11 @@ def parse_record(items: list[str] | None) -> dict[str, str]:
 def run_replay(args: argparse.Namespace) -> int:
     from robot_dynamics.bag import io
     from robot_dynamics.bag.progress import Progress
-    from robot_dynamics.ros.replay import ReadyHook, diagnostics_ready, replay
+    from robot_dynamics.ros.replay import all_ready, diagnostics_ready, replay
 
     record = parse_record(args.record)
-    ready: ReadyHook | None = None
-    if args.wait_for_node:
-        hooks = [diagnostics_ready(f"robot_dynamics: {io.topic_name(n)}") for n in args.wait_for_node]
-
-        def ready(node: Any) -> Any:
-            checks = [hook(node) for hook in hooks]
-            return lambda: all(check() for check in checks)
+    nodes = args.wait_for_node or []
+    ready = all_ready([diagnostics_ready(f"robot_dynamics: {io.topic_name(n)}") for n in nodes]) if nodes else None
 
     summary = io.bag_summary(args.bag)
     played = [io.topic_name(t) for t in args.topics] if args.topics else list(summary.topics)

@@ -30,7 +30,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -672,8 +672,22 @@ class StopRequest:
         self._previous = {}
 
 
+def stop_executors(executors: Sequence[Executor], threads: Sequence[threading.Thread], timeout: float) -> list[bool]:
+    """Shut the executors down (waking their wait sets), join their spin threads; which ones stopped.
+
+    ``timeout`` bounds the whole join. Only a node whose thread stopped may be destroyed:
+    destroying a node another thread still spins crashes rclpy.
+    """
+    for executor in executors:
+        executor.shutdown(timeout_sec=timeout)
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    return [not thread.is_alive() for thread in threads]
+
+
 def spin_nodes(
-    nodes: Sequence[Node],
+    nodes: list[Node],
     context: rclpy.context.Context | None = None,
     stop: StopRequest | None = None,
     join_timeout: float = 10.0,
@@ -683,7 +697,7 @@ def spin_nodes(
     Returns 1 if a node hit a StartupError. On return every executor thread has stopped, so the
     caller may destroy the nodes (destroying a node another thread still spins crashes rclpy); a
     thread that does not stop within ``join_timeout`` is named in an error and its node is left
-    alone (removed from ``nodes`` if it is a list).
+    alone (removed from ``nodes``).
     """
     stop = stop if stop is not None else StopRequest()
     failures: list[tuple[str, BaseException]] = []
@@ -716,15 +730,11 @@ def spin_nodes(
         while not stop.requested and not done.is_set() and ctx.ok():
             time.sleep(0.05)
     finally:
-        for executor in executors:
-            executor.shutdown(timeout_sec=join_timeout)  # wakes its thread's wait set
-        deadline = time.monotonic() + join_timeout
-        for node, thread in zip(list(nodes), threads, strict=True):
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
-            if thread.is_alive():
+        stopped = stop_executors(executors, threads, join_timeout)
+        for node, ok in zip(list(nodes), stopped, strict=True):
+            if not ok:
                 _fatal(node.get_name(), f"executor thread did not stop within {join_timeout} s; node left undestroyed")
-                if isinstance(nodes, list):
-                    nodes.remove(node)
+                nodes.remove(node)
     for name, exc in failures:
         if isinstance(exc, StartupError):
             _fatal(name, str(exc))

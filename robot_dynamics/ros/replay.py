@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.context import Context
 from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -41,6 +42,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from robot_dynamics.bag import io
+from robot_dynamics.ros.common import diagnostic_dict, stop_executors
 
 #: QoS of the played topics: reliable, volatile, deep enough for bursts at high rate factors.
 PLAY_QOS = QoSProfile(
@@ -123,8 +125,6 @@ def diagnostics_ready(status_name: str, keys: Sequence[str] | None = None) -> Re
     """
 
     def hook(node: Node) -> Callable[[], bool]:
-        from diagnostic_msgs.msg import DiagnosticArray
-
         latest: dict[str, str] = {}
         lock = threading.Lock()
 
@@ -132,7 +132,7 @@ def diagnostics_ready(status_name: str, keys: Sequence[str] | None = None) -> Re
             for status in msg.status:
                 if status.name == status_name:
                     with lock:
-                        latest.update({kv.key: kv.value for kv in status.values})
+                        latest.update(diagnostic_dict(status))
 
         node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
 
@@ -143,6 +143,16 @@ def diagnostics_ready(status_name: str, keys: Sequence[str] | None = None) -> Re
                 return bool(counts) and all(c.isdigit() and int(c) >= 1 for c in counts)
 
         return ready
+
+    return hook
+
+
+def all_ready(hooks: Sequence[ReadyHook]) -> ReadyHook:
+    """A ``ready`` hook that holds when every one of ``hooks`` holds."""
+
+    def hook(node: Node) -> Callable[[], bool]:
+        checks = [h(node) for h in hooks]
+        return lambda: all(check() for check in checks)
 
     return hook
 
@@ -331,10 +341,9 @@ def replay(
             max_lateness_s=max_late,
         )
     finally:
-        executor.shutdown(timeout_sec=2.0)
-        if spinner.is_alive():
-            spinner.join(timeout=2.0)
-        node.destroy_node()
+        threads = [spinner] if spinner.ident is not None else []  # not started if the set-up failed
+        if all(stop_executors([executor], threads, 2.0)):
+            node.destroy_node()  # never while its thread still spins
         if own_context:
             rclpy.try_shutdown(context=ctx)
 
