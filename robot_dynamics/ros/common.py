@@ -714,24 +714,29 @@ def spin_nodes(
         finally:
             done.set()
 
-    executors = []
-    threads = []
-    for node in nodes:
-        executor = make_executor(context)
-        executor.add_node(node)
-        executors.append(executor)
-        thread = threading.Thread(target=spin, args=(node, executor), name=f"spin-{node.get_name()}", daemon=True)
-        threads.append(thread)
-        thread.start()
+    executors: list[SingleThreadedExecutor] = []
+    threads: list[threading.Thread] = []
     ctx = context if context is not None else nodes[0].context
+    # Before the first thread starts: from here on a signal only sets ``stop.requested`` and the
+    # ``finally`` below stops every executor already started. (Set after the loop, a Ctrl-C while
+    # a later thread was starting raised KeyboardInterrupt past the teardown: the process then
+    # finalised with executor threads inside rcl_wait and aborted, "terminate called without an
+    # active exception".)
     stop.spinning = True
     try:
+        for node in nodes:
+            executor = make_executor(context)
+            executor.add_node(node)
+            executors.append(executor)
+            thread = threading.Thread(target=spin, args=(node, executor), name=f"spin-{node.get_name()}", daemon=True)
+            threads.append(thread)
+            thread.start()
         # poll: a signal handler must not touch a lock the main thread may hold (Event.set would)
         while not stop.requested and not done.is_set() and ctx.ok():
             time.sleep(0.05)
     finally:
         stopped = stop_executors(executors, threads, join_timeout)
-        for node, ok in zip(list(nodes), stopped, strict=True):
+        for node, ok in zip(list(nodes[: len(stopped)]), stopped, strict=True):  # unstarted nodes are idle
             if not ok:
                 _fatal(node.get_name(), f"executor thread did not stop within {join_timeout} s; node left undestroyed")
                 nodes.remove(node)
