@@ -88,12 +88,63 @@ class Collector:
             self.messages.clear()
 
 
-def call(client: Any, request: Any, timeout: float = TIMEOUT) -> Any:
-    """Call a service from a test thread (the client's node spins elsewhere)."""
+def call(client: Any, request: Any, timeout: float = TIMEOUT, resend_after: float = 5.0) -> Any:
+    """Call a service from a test thread (the client's node spins elsewhere).
+
+    The request is sent again if no response came within ``resend_after`` s (doubling each time),
+    until ``timeout``. Fast DDS drops a response when the server has not yet discovered the new
+    client's response reader 100 ms after the request arrived (``rmw_send_response`` returns
+    RMW_RET_TIMEOUT; rclpy logs "failed to send response (timeout)"): ``service_is_ready`` only
+    says the client has discovered the server. A loaded machine whose discovery traffic needed a
+    3 s resend lost the response for good. Every service of the package is idempotent, so
+    resending is what a robust client does; the first response wins.
+    """
     wait_until(client.service_is_ready, f"service {client.srv_name}", timeout)
-    future = client.call_async(request)
-    wait_until(future.done, f"response of {client.srv_name}", timeout)
-    return future.result()
+    deadline = time.monotonic() + timeout
+    futures = [client.call_async(request)]
+    wait = resend_after
+    while True:
+        attempt_end = min(deadline, time.monotonic() + wait)
+        while time.monotonic() < attempt_end:
+            for future in futures:
+                if future.done():
+                    return future.result()
+            time.sleep(0.005)
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"timed out after {timeout} s waiting for a response of {client.srv_name}"
+                f" ({len(futures)} requests sent)"
+            )
+        futures.append(client.call_async(request))
+        wait *= 2.0
+
+
+class NodeProcess:
+    """An installed executable run as its own process for one ``with`` block.
+
+    On leaving the block it is stopped with a signal (``interrupt``) and its output kept in
+    ``output``; a failure inside the block is re-raised with that output attached, so a CI log
+    shows what the node printed (a crash, a dropped-response warning) and not only the symptom.
+    """
+
+    def __init__(self, argv: list[str], signum: int = signal.SIGINT) -> None:
+        self.argv = argv
+        self.signum = signum
+        self.output = ""
+        self.proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> subprocess.Popen[str]:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return self.proc
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        assert self.proc is not None
+        self.output = interrupt(self.proc, signum=self.signum)
+        if exc is not None and isinstance(exc, Exception):
+            name = self.argv[0].rsplit("/", 1)[-1]
+            raise AssertionError(
+                f"{exc}\n--- output of {name} (status {self.proc.returncode}) ---\n{self.output}"
+            ) from exc
 
 
 def interrupt(proc: subprocess.Popen[str], timeout: float = 30.0, signum: int = signal.SIGINT) -> str:

@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
 
 from rclpy.node import Node  # noqa: E402
-from ros_harness import Collector, Spinner, call, interrupt, wait_until  # noqa: E402
+from ros_harness import Collector, NodeProcess, Spinner, call, wait_until  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 
@@ -127,7 +128,7 @@ def context() -> Iterator[Any]:
 def test_bringup_closes_the_loop_with_the_parameter_file(context: Any) -> None:
     ns = f"/bringup_{os.getpid()}"
     start_pose = [0.0, 0.7, -0.9, 0.0, 0.4, 0.0]
-    proc = subprocess.Popen(
+    bringup = NodeProcess(
         [
             executable_path("robot_dynamics_bringup"),
             "--simulator",
@@ -138,33 +139,30 @@ def test_bringup_closes_the_loop_with_the_parameter_file(context: Any) -> None:
             f"__ns:={ns}",
             "-p",
             f"initial_position:=[{','.join(str(x) for x in start_pose)}]",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        ]
     )
-    spinner = Spinner(context)
-    try:
-        client = spinner.add(Node("bringup_test_client", namespace=ns, context=context))
-        states = Collector(client, JointState, "joint_states")
-        commands = Collector(client, Float64MultiArray, "feedforward/commands")
-        cli = client.create_client(GetDynamicsCoefficients, "get_dynamics_coefficients")
-        res = call(cli, GetDynamicsCoefficients.Request(position=start_pose), timeout=60.0)
-        puma = load_robot("puma560")
-        assert res.success and list(res.joint_names) == puma.joint_names
-        np.testing.assert_allclose(from_multiarray(res.inertia), inertia_matrix(puma, start_pose), atol=1e-12)
-        wait_until(lambda: len(states.snapshot()) >= 200 and len(commands.snapshot()) >= 100, "the closed loop")
-        last = states.snapshot()[-1]
-        assert max(abs(a - b) for a, b in zip(last.position, start_pose, strict=True)) < 1e-3
-        np.testing.assert_allclose(
-            commands.snapshot()[-1].data, gravity_torques(puma, np.asarray(last.position)), atol=1e-6
-        )
-        assert proc.poll() is None
-    finally:
-        spinner.close()
-        out = interrupt(proc)
-    assert proc.returncode == 0, out
-    assert "Traceback" not in out, out
+    with bringup as proc:
+        spinner = Spinner(context)
+        try:
+            client = spinner.add(Node("bringup_test_client", namespace=ns, context=context))
+            states = Collector(client, JointState, "joint_states")
+            commands = Collector(client, Float64MultiArray, "feedforward/commands")
+            cli = client.create_client(GetDynamicsCoefficients, "get_dynamics_coefficients")
+            res = call(cli, GetDynamicsCoefficients.Request(position=start_pose), timeout=60.0)
+            puma = load_robot("puma560")
+            assert res.success and list(res.joint_names) == puma.joint_names
+            np.testing.assert_allclose(from_multiarray(res.inertia), inertia_matrix(puma, start_pose), atol=1e-12)
+            wait_until(lambda: len(states.snapshot()) >= 200 and len(commands.snapshot()) >= 100, "the closed loop")
+            last = states.snapshot()[-1]
+            assert max(abs(a - b) for a, b in zip(last.position, start_pose, strict=True)) < 1e-3
+            np.testing.assert_allclose(
+                commands.snapshot()[-1].data, gravity_torques(puma, np.asarray(last.position)), atol=1e-6
+            )
+            assert proc.poll() is None
+        finally:
+            spinner.close()
+    assert proc.returncode == 0, bringup.output
+    assert "Traceback" not in bringup.output, bringup.output
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -175,26 +173,66 @@ def test_a_signal_stops_a_busy_node_cleanly(context: Any, signum: int) -> None:
     its signal thread raced the executors' teardown and segfaulted about once in 30 stops.
     """
     ns = f"/signal_{os.getpid()}_{int(signum)}"
-    proc = subprocess.Popen(
-        [executable_path("dynamics_service_node"), "--ros-args", "-r", f"__ns:={ns}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    service = NodeProcess([executable_path("dynamics_service_node"), "--ros-args", "-r", f"__ns:={ns}"], signum)
     spinner = Spinner(context)
     try:
-        client = spinner.add(Node("signal_test_client", namespace=ns, context=context))
-        cli = client.create_client(GetDynamicsCoefficients, "get_dynamics_coefficients")
-        assert call(cli, GetDynamicsCoefficients.Request(position=[0.0] * 6), timeout=60.0).success
-        for _ in range(50):
-            cli.call_async(GetDynamicsCoefficients.Request(position=[0.1] * 6, velocity=[0.2] * 6))
-        out = interrupt(proc, signum=signum)
+        with service as proc:
+            client = spinner.add(Node("signal_test_client", namespace=ns, context=context))
+            cli = client.create_client(GetDynamicsCoefficients, "get_dynamics_coefficients")
+            assert call(cli, GetDynamicsCoefficients.Request(position=[0.0] * 6), timeout=60.0).success
+            for _ in range(50):
+                cli.call_async(GetDynamicsCoefficients.Request(position=[0.1] * 6, velocity=[0.2] * 6))
     finally:
         spinner.close()
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, out
-    assert "Traceback" not in out and "Fatal Python error" not in out, out
+    assert proc.returncode == 0, service.output
+    assert "Traceback" not in service.output and "Fatal Python error" not in service.output, service.output
+
+
+def test_a_stop_request_while_the_spin_threads_start_still_stops_every_executor(monkeypatch: Any) -> None:
+    """Ctrl-C after the first executor thread started but before the last: every thread is stopped.
+
+    The window was real: a test client got its response from the first node and sent SIGINT
+    while the bringup was still starting its simulator thread; KeyboardInterrupt then skipped the
+    teardown and the interpreter finalised under spinning threads ("terminate called without an
+    active exception", status -6, 4 in 140 stops under load).
+    """
+    from robot_dynamics.ros import common
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, args=[])
+    nodes = [Node(f"window_{i}_{os.getpid()}", context=ctx) for i in range(3)]
+    stop = StopRequest()
+    made: list[int] = []
+    real_make_executor = common.make_executor
+
+    def make_executor(context: Any = None) -> Any:
+        if len(made) == 1:  # the first node is spinning now: the signal arrives
+            stop(signal.SIGINT, None)
+        made.append(1)
+        return real_make_executor(context)
+
+    monkeypatch.setattr(common, "make_executor", make_executor)
+
+    def spinning() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("spin-window_") and t.is_alive()]
+
+    try:
+        try:
+            status = common.spin_nodes(nodes, context=ctx, stop=stop)
+        except KeyboardInterrupt:  # (would end the whole pytest session)
+            pytest.fail(f"the stop request escaped spin_nodes as KeyboardInterrupt; still spinning: {spinning()}")
+        assert status == 0
+        assert stop.requested and len(made) == 3
+        assert spinning() == []
+    finally:
+        if spinning():  # the regression: wake the leftover executors before destroying their nodes
+            rclpy.try_shutdown(context=ctx)
+            for thread in threading.enumerate():
+                if thread.name.startswith("spin-window_"):
+                    thread.join(10.0)
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown(context=ctx)
 
 
 def test_run_nodes_handles_the_stop_signals_itself_not_rclpy() -> None:
