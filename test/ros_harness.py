@@ -140,11 +140,16 @@ class NodeProcess:
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         assert self.proc is not None
         self.output = interrupt(self.proc, signum=self.signum)
-        if exc is not None and isinstance(exc, Exception):
+        if isinstance(exc, Exception):
             name = self.argv[0].rsplit("/", 1)[-1]
             raise AssertionError(
                 f"{exc}\n--- output of {name} (status {self.proc.returncode}) ---\n{self.output}"
             ) from exc
+
+    def assert_clean_exit(self) -> None:
+        """After the block: status 0, no traceback, no fatal-error stack dump in the output."""
+        assert self.proc is not None and self.proc.returncode == 0, self.output
+        assert "Traceback" not in self.output and "Fatal Python error" not in self.output, self.output
 
 
 def interrupt(proc: subprocess.Popen[str], timeout: float = 30.0, signum: int = signal.SIGINT) -> str:

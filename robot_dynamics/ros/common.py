@@ -736,7 +736,7 @@ def spin_nodes(
             time.sleep(0.05)
     finally:
         stopped = stop_executors(executors, threads, join_timeout)
-        for node, ok in zip(list(nodes[: len(stopped)]), stopped, strict=True):  # unstarted nodes are idle
+        for node, ok in zip(nodes[: len(stopped)], stopped, strict=True):  # unstarted nodes are idle
             if not ok:
                 _fatal(node.get_name(), f"executor thread did not stop within {join_timeout} s; node left undestroyed")
                 nodes.remove(node)
