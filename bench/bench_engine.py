@@ -13,7 +13,7 @@ package's generated C (``inverse_dynamics(..., backend="generated")``).
 The native libraries are built (or loaded from the cache, see docs/engine.md) before timing; the
 first-use cost is printed.
 
-Targets (issue 4): single-call inverse dynamics <= 3x Pinocchio (aim 1x), D <= 3x ``crba``, batch
+Targets: single-call inverse dynamics <= 3x Pinocchio (aim 1x), D <= 3x ``crba``, batch
 throughput >= 10x Pinocchio in a loop.
 """
 

@@ -8,9 +8,9 @@ friction traced into the Newton–Euler program on the Python backend, one state
 translated to C and fused into the same call on the native backend), best of ``--repeat`` rounds timed alternately
 (a busy spell on the shared machine hits both), and what friction adds.
 
-Target (issue 5): friction adds at most 20 % to inverse-dynamics time per call. Robots: ``puma560``
+Target: friction adds at most 20 % to inverse-dynamics time per call. Robots: ``puma560``
 (motor viscous + Coulomb, Robotics Toolbox data), the same with smooth (tanh) compensation, and
-``puma560_modified`` (journal bearings from the joint reactions + transmissions, seed 003).
+``puma560_modified`` (journal bearings from the joint reactions + transmissions, Dhanaraj (1990)).
 Velocities are random (every sign pattern), so no branch is predictable.
 """
 

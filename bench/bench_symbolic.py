@@ -1,4 +1,4 @@
-"""Benchmark of the symbolic code generation (issue 8). Prints side-by-side tables:
+"""Benchmark of the symbolic code generation. Prints side-by-side tables:
 
 1. generation time of the PUMA 6-DoF inverse dynamics (target <= 60 s);
 2. operation counts of the generated inverse dynamics next to the thesis's Table 2.10;

@@ -16,7 +16,7 @@ Link ``i``'s inertial parameters are expressed in ``F_i``: mass, centre of mass 
 ``F_n``. ``gravity`` is the gravity vector in the world frame (e.g. ``(0, 0, -9.81)``); the engine uses
 :pyattr:`RobotModel.gravity_base`, the same vector in ``F_0``. Gravity is never hard-coded.
 
-DH conversions (``../shared/spec/dynamics-reference.md`` section 2):
+DH conversions (Fu, Gonzalez & Lee eq. 3.3-59 and Craig's modified convention; see docs/references.md):
 
 * standard (distal) DH, ``A_i = Rz(theta_i) Tz(d_i) Tx(a_i) Rx(alpha_i)``, joint ``i`` about
   ``z_{i-1}``: ``F_i`` is the DH frame ``i-1`` turned by the joint (``Rz(theta_i)``), so link ``i``'s DH
@@ -181,7 +181,7 @@ class Motor:
 
 @dataclass(frozen=True)
 class BearingFriction:
-    """Load-dependent joint (bearing) friction, thesis (seed 003) Table 3.1.
+    """Load-dependent joint (bearing) friction, Dhanaraj (1990) Table 3.1.
 
     ``mu`` friction coefficient, ``radius`` journal/thrust radius r (m), ``spacing`` distance d
     between the two bearings of the joint (m).
@@ -195,7 +195,7 @@ class BearingFriction:
 
 @dataclass(frozen=True)
 class TransmissionFriction:
-    """Transmission (gearbox) friction, thesis (seed 003) section 3.4, Table 3.2.
+    """Transmission (gearbox) friction, Dhanaraj (1990) section 3.4, Table 3.2.
 
     ``efficiency``: points ``(tau_out / tau_max, eta)`` of the efficiency curve, ascending in the
     first entry (interpolated); ``breakaway`` break-away torque tau_B; ``max_torque`` tau_max.

@@ -1,7 +1,7 @@
-"""Reference robots and closed forms for the engine tests (dynamics-reference.md section 8).
+"""Reference robots and closed forms for the engine tests (docs/references.md, closed forms).
 
-The textbook arms are built with ``robot_dynamics.model.from_dh`` exactly as the spec describes them;
-the closed forms are the seeds' (corrected) formulas, written independently of the engine.
+The textbook arms are built with ``robot_dynamics.model.from_dh`` exactly as the books describe them;
+the closed forms are the books' formulas (misprints corrected, docs/references.md), written independently.
 Pinocchio models are built directly from DH parameters (not from our model's joint frames), or from
 a URDF with Pinocchio's own parser.
 """
@@ -48,7 +48,7 @@ def revolute(a: float = 0.0, alpha: float = 0.0, d: float = 0.0, theta: float = 
 
 
 # ---------------------------------------------------------------------------------------------
-# Fu two-link arm (000 3.2.6): a1 = a2 = l (length), thin rods, c.o.m. at -l/2 along x_i, gravity (0, -g, 0)
+# Fu two-link arm (Fu et al. 3.2.6): a1 = a2 = l (length), thin rods, c.o.m. at -l/2 along x_i, gravity (0, -g, 0)
 # ---------------------------------------------------------------------------------------------
 def fu_two_link(length: float = 0.7, m1: float = 2.5, m2: float = 1.3, g: float = G0) -> RobotModel:
     table = DHTable("standard", (revolute(a=length), revolute(a=length)))
@@ -79,7 +79,7 @@ def fu_closed_form(q, qd, length, m1, m2, g):  # type: ignore[no-untyped-def]
 
 
 # ---------------------------------------------------------------------------------------------
-# Schilling two-axis planar arm (001 6-5-14..20)
+# Schilling two-axis planar arm (Schilling 6-5-14..20)
 # ---------------------------------------------------------------------------------------------
 def schilling_two_axis(
     a1: float = 0.45, a2: float = 0.3, m1: float = 3.0, m2: float = 1.7, g: float = G0
@@ -106,7 +106,7 @@ def schilling_closed_form(q, qd, a1, a2, m1, m2, g):  # type: ignore[no-untyped-
 
 
 # ---------------------------------------------------------------------------------------------
-# Schilling three-axis SCARA (001 6-6): rows (d, a, theta, alpha) = (d1, a1, q1, pi), (0, a2, q2, 0),
+# Schilling three-axis SCARA (Schilling 6-6): rows (d, a, theta, alpha) = (d1, a1, q1, pi), (0, a2, q2, 0),
 # (q3, 0, 0, 0); rods m1, m2 along x, m3 a rod of length l3 along z, c.o.m. (0, 0, -l3/2)
 # ---------------------------------------------------------------------------------------------
 def scara(
@@ -143,7 +143,7 @@ def scara_closed_form(q, qd, a1, a2, m1, m2, m3, g):  # type: ignore[no-untyped-
 
 
 # ---------------------------------------------------------------------------------------------
-# One-axis arm (001 6-9): tau = m a^2 qdd / 3 + g m a C1 / 2 + b(qd), b of eq. 6-3-3
+# One-axis arm (Schilling 6-9): tau = m a^2 qdd / 3 + g m a C1 / 2 + b(qd), b of eq. 6-3-3
 # ---------------------------------------------------------------------------------------------
 def one_axis(a: float = 0.6, m: float = 2.2, g: float = G0, friction: JointFriction | None = None) -> RobotModel:
     table = DHTable("standard", (revolute(a=a),))
@@ -158,7 +158,7 @@ def one_axis_closed_form(q, qd, qdd, a, m, g, bv=0.0, bd=0.0, bs=0.0, eps=1.0): 
 
 
 # ---------------------------------------------------------------------------------------------
-# ROBMAT double pendulum (002): point masses at the distal frame origins, gravity (g, 0, 0)
+# ROBMAT double pendulum (Horn & Linge §5): point masses at the distal frame origins, gravity (g, 0, 0)
 # ---------------------------------------------------------------------------------------------
 def double_pendulum(L1: float = 1.1, L2: float = 0.8, m1: float = 1.4, m2: float = 0.9, g: float = 9.81) -> RobotModel:
     table = DHTable("standard", (revolute(a=L1), revolute(a=L2)))
@@ -183,7 +183,7 @@ def double_pendulum_closed_form(q, L1, L2, m1, m2, g):  # type: ignore[no-untype
 
 
 # ---------------------------------------------------------------------------------------------
-# PUMA 560, standard DH (robots.md; Corke & Armstrong 1994 as in Robotics Toolbox Puma560)
+# PUMA 560, standard DH (Corke & Armstrong-Hélouvry 1994 as in Robotics Toolbox Puma560)
 # ---------------------------------------------------------------------------------------------
 PUMA_DH = [  # d, a, alpha
     (0.67183, 0.0, PI / 2),

@@ -2,7 +2,7 @@
 
 Written from the textbook equations (Fu 3.3-53..57 in the world frame) with plain loops; used to
 check that loaded models carry the right parameters (against Pinocchio, Robotics Toolbox and the
-seeds' closed forms) without depending on the engine under test.
+books' closed forms) without depending on the engine under test.
 """
 
 from __future__ import annotations

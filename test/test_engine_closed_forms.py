@@ -1,6 +1,6 @@
-"""Engine vs the seeds' closed forms (dynamics-reference.md section 8) at 200 random states, to 1e-10.
+"""Engine vs the books' closed forms (docs/references.md) at 200 random states, to 1e-10.
 
-Each arm is built with ``from_dh`` as the spec describes it and, where the models package bundles it,
+Each arm is built with ``from_dh`` as its book describes it and, where the models package bundles it,
 also loaded from its YAML. Batches (the NumPy path) and single states (the Python-float path) are
 both checked.
 """

@@ -1,4 +1,4 @@
-"""Load-dependent joint (bearing) friction, seed 003 Table 3.1: journal, linear, thrust.
+"""Load-dependent joint (bearing) friction, Dhanaraj (1990) Table 3.1: journal, linear, thrust.
 
 The journal-bearing pairing is checked against an independent numeric two-bearing statics solve
 (6x6 equilibrium of two radial bearings, an axial shoulder and the drive torque), for joint axes
@@ -55,7 +55,7 @@ def one_joint(axis: np.ndarray, bearing: BearingFriction, kind: str = "revolute"
 
 
 def thesis_printed_journal(f: np.ndarray, n: np.ndarray, mu: float, r: float, d: float) -> float:
-    """Seed 003 eq. 3.3 exactly as printed (pairing (d/2 fx - ny, d/2 fy - nx))."""
+    """Dhanaraj (1990) eq. 3.3 exactly as printed (pairing (d/2 fx - ny, d/2 fy - nx))."""
     hx, hy = 0.5 * d * f[0], 0.5 * d * f[1]
     return float(mu * r / d * (np.hypot(hx - n[1], hy - n[0]) + np.hypot(hx + n[1], hy + n[0])))
 

@@ -11,7 +11,7 @@ from robot_dynamics.dynamics import inverse_dynamics, rnea_with_reactions
 from robot_dynamics.friction import apply_friction, friction_torques
 from robot_dynamics.model import DHRow, DHTable, Inertial, Motor, RobotModel, from_dh
 
-# shared/spec/robots.md, PUMA 560 standard DH (Corke & Armstrong-Hélouvry 1994)
+# PUMA 560 standard DH (Corke & Armstrong-Hélouvry 1994)
 PUMA = [
     # d, a, alpha, m, r, I, Jm, G, B, Tc
     (0.67183, 0.0, np.pi / 2, 0.0, [0, 0, 0], [0, 0.35, 0, 0, 0, 0], 200e-6, -62.6111, 1.48e-3, (0.395, -0.435)),

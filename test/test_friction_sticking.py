@@ -214,7 +214,7 @@ def test_three_coupled_joints_at_rest_match_brute_force_enumeration() -> None:
 
 
 def thesis_puma_like() -> RobotModel:
-    """Three joints with Coulomb, motor, journal bearings and transmissions (seed 003 Table 3.4 values)."""
+    """Three joints with Coulomb, motor, journal bearings and transmissions (Dhanaraj (1990) Table 3.4 values)."""
     from robot_dynamics.model import DHRow, DHTable, from_dh
 
     table = DHTable(

@@ -1,4 +1,4 @@
-"""Transmission friction, seed 003 §3.4 Table 3.2 (four quadrants), efficiency interpolation,
+"""Transmission friction, Dhanaraj (1990) §3.4 Table 3.2 (four quadrants), efficiency interpolation,
 boundary cases, the closed-form inverse used by forward dynamics, and the Table 3.5 breakdown."""
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def test_smooth_transmission_continuous_in_velocity() -> None:
 
 
 def test_transmission_acts_on_the_torque_at_the_joint() -> None:
-    # tau_out = tau_joint + joint friction (+ motor + bearing): seed 003 Fig. 3.10 order
+    # tau_out = tau_joint + joint friction (+ motor + bearing): Dhanaraj (1990) Fig. 3.10 order
     joint = Joint(
         "j",
         "revolute",
@@ -110,7 +110,7 @@ def test_transmission_acts_on_the_torque_at_the_joint() -> None:
 
 
 def test_thesis_table_3_5_columns() -> None:
-    """Seed 003 Table 3.5 (PUMA, t = 0.6 s): from its basic dynamic and joint friction columns and the
+    """Dhanaraj (1990) Table 3.5 (PUMA, t = 0.6 s): from its basic dynamic and joint friction columns and the
     efficiencies the thesis's numbers imply (eta = 0.4543, 0.5619, 0.3458 at |tau_out|/tau_max = 0.0307,
     0.0856, 0.0076: a curve read off, not given, in the thesis), the four-quadrant rules give its
     transmission and total input columns (cases 1, 2 and 4)."""
@@ -167,7 +167,7 @@ def test_bad_transmission_parameters(transmission: TransmissionFriction, field: 
 
 
 def test_bundled_thesis_puma_breakdown_through_the_engine() -> None:
-    """puma560_modified (seed 003 data: journal bearings + transmissions on joints 1-3): the engine's
+    """puma560_modified (Dhanaraj (1990) data: journal bearings + transmissions on joints 1-3): the engine's
     inverse dynamics with breakdown carries the friction terms, computed from its frictionless
     reactions, and the Table 3.5 columns add up to the total."""
     from robot_dynamics import inverse_dynamics, load_robot, rnea_with_reactions

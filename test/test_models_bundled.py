@@ -1,4 +1,4 @@
-"""Bundled robots: sources, install locations, Robotics Toolbox Puma560, the seeds' closed forms,
+"""Bundled robots: sources, install locations, Robotics Toolbox Puma560, the books' closed forms,
 the JSON schema and the documentation examples."""
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def test_puma560_reproduces_robotics_toolbox() -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# textbook arms against the seeds' closed forms (dynamics-reference.md section 8)
+# textbook arms against the books' closed forms (docs/references.md)
 # ----------------------------------------------------------------------------------------------
 def states(n: int, count: int = 20, seed: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(seed)

@@ -1,4 +1,4 @@
-"""Smoke test of the foundation (issue 2): the installed service node, started as its own process the
+"""Smoke test of the foundation: the installed service node, started as its own process the
 way ``ros2 run robot_dynamics dynamics_service_node`` starts it, answers the project's service over
 real DDS (the session's own ROS_DOMAIN_ID, localhost discovery) with the engine's numbers."""
 

@@ -1,4 +1,4 @@
-"""Closed-form Lagrange–Euler dynamics: exact symbolic equality with the seeds' worked examples
+"""Closed-form Lagrange–Euler dynamics: exact symbolic equality with the books' worked examples
 (ROBMAT double pendulum, Fu two-link arm) and agreement of the R-R-P ROBMAT Stanford arm with the
 numeric engine."""
 
@@ -37,7 +37,7 @@ def pendulum() -> ClosedForm:
 def test_robmat_double_pendulum_matches_the_paper_exactly(pendulum: ClosedForm) -> None:
     L1, L2, m1, m2, g = sp.symbols("L1 L2 m1 m2 g", real=True)
     assert set(pendulum.robot.values) == {L1, L2, m1, m2, g}
-    # Horn & Linge, seed 002, Out[5]-Out[8]
+    # Horn & Linge §5, Out[5]-Out[8]
     m_paper = sp.Matrix(
         [
             [L1**2 * m1 + L1**2 * m2 + 2 * C2 * L1 * L2 * m2 + L2**2 * m2, L2 * (C2 * L1 + L2) * m2],
@@ -57,7 +57,7 @@ def test_robmat_double_pendulum_matches_the_paper_exactly(pendulum: ClosedForm) 
 
 
 def test_robmat_newton_euler_equals_configuration_space_form(pendulum: ClosedForm) -> None:
-    # seed 002 In[9]-Out[11]: NewtonEuler - (M q'' + 2 B [qq] + C [q^2] + G) == 0
+    # Horn & Linge §5, In[9]-Out[11]: NewtonEuler - (M q'' + 2 B [qq] + C [q^2] + G) == 0
     from robot_dynamics.symbolic.lagrange import velocity_products
 
     r = pendulum.robot

@@ -1,4 +1,4 @@
-"""The numerical dynamics engine (issue 4): NumPy/SciPy, no ROS.
+"""The numerical dynamics engine: NumPy/SciPy, no ROS.
 
 One algorithm per module:
 

@@ -108,7 +108,8 @@ def congruence(R: Mat3, S: Mat3) -> Mat3:
 
 
 def lambda_matrix(w: Vec3, wd: Vec3) -> Mat3:
-    """``lambda = [wd]x + [w]x [w]x``, so that ``lambda r = wd x r + w x (w x r)`` (seed 003, Table 2.4).
+    """``lambda = [wd]x + [w]x [w]x``, so that ``lambda r = wd x r + w x (w x r)`` (Dhanaraj (1990)
+    eq. 2.27, Table 2.4; misprints corrected, see docs/references.md).
 
     With ``k_x = w_y w_z``, ``k_y = w_z w_x``, ``k_z = w_x w_y`` the products are shared with the
     gyroscopic moment of a link with principal axes (:func:`gyroscopic`).
@@ -127,7 +128,7 @@ def lambda_matrix(w: Vec3, wd: Vec3) -> Mat3:
 def gyroscopic(inertia: Mat3, w: Vec3) -> Vec3:
     """``w x (I w)``; for an inertia with principal axes along the frame's axes this is
     ``(D_x k_x, D_y k_y, D_z k_z)`` with ``D_x = I_zz - I_yy``, ``D_y = I_xx - I_zz``, ``D_z = I_yy - I_xx``
-    (seed 003, Table 2.4, with its misprinted D_x corrected)."""
+    (Dhanaraj (1990) eq. 2.43; Table 2.4's D_x is a misprint, see docs/references.md)."""
     r = inertia.rows
     if r[0][1] == r[0][2] == r[1][2] == 0.0 and all(isinstance(r[i][i], float) for i in range(3)):
         return Vec3(

@@ -4,7 +4,7 @@
   h_i = sum_k sum_m h_ikm qd_k qd_m,   h_ikm = h_imk,  h_iii = 0          (3.2-32, 3.2-33)
   h = C(q, qd) qd with C_ij = sum_k h_ijk qd_k, where h_ijk are the Christoffel symbols
       1/2 (dD_ij/dq_k + dD_ik/dq_j - dD_jk/dq_i), so that dD/dt - 2 C is skew-symmetric
-  ROBMAT (seed 002): F = M q'' + 2 B [q'q'] + C [q'^2] + G with M = D, B[i, (j,k)] = h_ijk (j < k,
+  ROBMAT (Horn & Linge §4.2): F = M q'' + 2 B [q'q'] + C [q'^2] + G with M = D, B[i, (j,k)] = h_ijk (j < k,
       columns (1,2), (1,3) .. (1,n), (2,3) .. (n-1,n)), C[i, j] = h_ijj, G = c.
 
 Fast paths (the reference is :mod:`.lagrange_euler`): D by the composite-rigid-body algorithm
@@ -102,7 +102,7 @@ def coriolis_matrix(model: RobotModel, q: Any, qd: Any, *, backend: str | None =
 
 @dataclass(frozen=True, eq=False)
 class RobmatCoefficients:
-    """ROBMAT's ``F = M q'' + 2 B [q'q'] + C [q'^2] + G`` (seed 002) at one or many configurations.
+    """ROBMAT's ``F = M q'' + 2 B [q'q'] + C [q'^2] + G`` (Horn & Linge §4.2) at one or many configurations.
 
     ``M`` ``(..., n, n)``, ``B`` ``(..., n, n(n-1)/2)`` (columns ``pairs``), ``C`` ``(..., n, n)``,
     ``G`` ``(..., n)``.
@@ -129,7 +129,7 @@ class RobmatCoefficients:
 def robmat_coefficients(
     model: RobotModel, q: Any, *, motor_inertia: bool | None = None, backend: str | None = None
 ) -> RobmatCoefficients:
-    """ROBMAT's M, B, C, G (seed 002) from D, the Christoffel symbols h_ijk and c."""
+    """ROBMAT's M, B, C, G (Horn & Linge §4.2) from D, the Christoffel symbols h_ijk and c."""
     _, (qs,) = states(model, q=q)
     qa = np.asarray(qs, dtype=float)
     n = model.dof

@@ -1,4 +1,4 @@
-"""Forward dynamics: qdd = D(q)^-1 (tau - h - c - b) with a Cholesky factorisation (spec section 7).
+"""Forward dynamics: qdd = D(q)^-1 (tau - h - c - b) with a Cholesky factorisation.
 
 The frictionless path is one compiled program per model (:mod:`._kernels`): D by the composite
 rigid-body algorithm, ``h + c`` by Newton–Euler with ``qdd = 0``, then ``D = L L^T`` and two triangular

@@ -1,7 +1,7 @@
 """Lagrange–Euler dynamics with Fu's 4x4 matrices (Fu et al. section 3.2): the reference formulation.
 
 O(n^4) and slow by design: it is the textbook computation the fast paths (:mod:`.crba`,
-:mod:`.rnea`) are tested against, and it shows the seed's quantities:
+:mod:`.rnea`) are tested against, and it shows the book's quantities:
 
 * ``Q_j`` (3.2-8/9): the derivative operator of joint ``j``'s motion in its own frame,
   ``dM_j/dq_j = Q_j M_j`` — ``[[ [a]x, 0 ], [0, 0]]`` for a revolute joint about ``a`` (Fu's
@@ -10,7 +10,8 @@ O(n^4) and slow by design: it is the textbook computation the fast paths (:mod:`
   where ``Delta_j = A0_j Q_j (A0_j)^-1`` is joint j's operator in the base frame.
 * ``U_ijk = dU_ij/dq_k = Delta_j Delta_k A0_i`` (``i >= k >= j``), ``Delta_k Delta_j A0_i``
   (``i >= j >= k``), 0 if ``i < j`` or ``i < k`` (3.2-13).
-* Pseudo-inertia of link ``i`` about the ``F_i`` origin, in ``F_i`` (3.2-18, corrected in the spec):
+* Pseudo-inertia of link ``i`` about the ``F_i`` origin, in ``F_i`` (3.2-18, misprint
+  corrected, see docs/references.md):
   ``J[:3,:3] = tr(I_c)/2 E - I_c + m c c^T``, ``J[:3,3] = J[3,:3]^T = m c``, ``J[3,3] = m``.
 * ``D_ik = sum_{j >= max(i,k)} Tr(U_jk J_j U_ji^T)`` (3.2-31, plus ``G^2 Jm`` on the diagonal),
   ``h_ikm = sum_{j >= max(i,k,m)} Tr(U_jkm J_j U_ji^T)`` (3.2-33), ``h_i = sum_km h_ikm qd_k qd_m``

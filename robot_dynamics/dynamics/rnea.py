@@ -14,14 +14,15 @@ Forward, i = 1..n (revolute | prismatic):
                                              [+ a_i qdd_i + 2 w_i x a_i qd_i]            (3.3-52)
   a_i  = vd_i + wd_i x s_i + w_i x (w_i x s_i)           (centre of mass)               (3.3-53)
   F_i  = m_i a_i,   N_i = I_i wd_i + w_i x (I_i w_i)                                     (3.3-54, 55)
-(``wd x r + w x (w x r)`` is evaluated as ``lambda r`` with the lambda matrix of seed 003 Table 2.4,
+(``wd x r + w x (w x r)`` is evaluated as ``lambda r`` with the lambda matrix of Dhanaraj (1990) Table 2.4,
 shared by ``s_i`` and ``p_{i+1}``; ``w x (I w)`` of a principal-axes inertia as ``(D_x k_x, ...)``.)
 Backward, i = n..1, (f_{n+1}, n_{n+1}) = the load the tool exerts on the environment, in the tool
 frame at its origin (R_{n+1}, p_{n+1} = the tool pose in F_n):
   f_i  = R_{i+1} f_{i+1} + F_i                                                           (3.3-56)
   n_i  = N_i + R_{i+1} n_{i+1} + p_{i+1} x (R_{i+1} f_{i+1}) + s_i x F_i                   (3.3-57)
   tau_i = n_i . a_i (revolute),  f_i . a_i (prismatic)                                    (3.3-58)
-Gravity enters as the base acceleration ``vd_0 = -g`` (``w_0 = wd_0 = 0``).
+Gravity enters as the base acceleration ``vd_0 = -g`` (``w_0 = wd_0 = 0``). These are Fu's equations with
+the misprints of 3.3-50..53 and of Table 3.3's moment equation corrected (see docs/references.md).
 
 ``f_i, n_i`` are the force and moment that link i-1 exerts on link i through joint i, at the
 origin of ``F_i``, in ``F_i`` — the reactions that load-dependent friction needs.

@@ -1,11 +1,11 @@
-"""Friction and transmission models (issue 5): one model per module, combined by :func:`apply_friction`.
+"""Friction and transmission models: one model per module, combined by :func:`apply_friction`.
 
 * :mod:`.viscous_coulomb` viscous and (asymmetric) Coulomb friction;
 * :mod:`.stribeck` Schilling eq. 6-3-3 static/dynamic blend;
 * :mod:`.smooth` the exact and chatter-free direction functions;
 * :mod:`.motor` motor-side friction referred to the joint (Robotics Toolbox convention);
-* :mod:`.bearing` load-dependent joint friction (seed 003 Table 3.1);
-* :mod:`.transmission` efficiency-curve transmission friction (seed 003 Table 3.2);
+* :mod:`.bearing` load-dependent joint friction (Dhanaraj (1990) Table 3.1);
+* :mod:`.transmission` efficiency-curve transmission friction (Dhanaraj (1990) Table 3.2);
 * :mod:`.combine` all terms, :func:`apply_friction`, :func:`friction_torques`, Table 3.5 breakdown,
   the fast paths :func:`friction_total` and :func:`scalar_friction` (compiled by :mod:`._scalar`);
 * :mod:`.parameters` per-model validated, stacked parameters;

@@ -95,7 +95,7 @@ def _joint_source(p: FrictionParameters, i: int, smooth: bool, kind: str) -> lis
             parts.append(f"({pos} if {v} > 0.0 else 0.0) + ({neg} if {v} < 0.0 else 0.0)")
     parts = [x for x in parts if x]
     lines.append(f"{b} = {' + '.join(parts) if parts else '0.0'}")
-    if bearing_kind is not None:  # seed 003 Table 3.1 in the joint's axis frame
+    if bearing_kind is not None:  # Dhanaraj (1990) Table 3.1 in the joint's axis frame
         rot = p.bearing_rotation[i]
         for vec, src in (("f", "force"), ("m", "moment")):
             if bearing_kind == "thrust" and vec == "m":
@@ -117,7 +117,7 @@ def _joint_source(p: FrictionParameters, i: int, smooth: bool, kind: str) -> lis
             lines.append(f"{b} += {s}*{_c(mu / spacing)}*({a_side} + {b_side})")
         else:
             lines.append(f"{b} += {s}*{_c(mu * radius)}*abs(fz)")
-    if transmission is not None:  # seed 003 Table 3.2
+    if transmission is not None:  # Dhanaraj (1990) Table 3.2
         xs = tuple(float(x) for x in transmission.curve.u)
         es = tuple(float(e) for e in transmission.curve.eta)
         lines.append(f"to = tau[{i}] + {b}")

@@ -1,7 +1,7 @@
-"""Load-dependent joint (bearing) friction, seed 003 Table 3.1 (eqs. 3.3-3.5), corrected pairing.
+"""Load-dependent joint (bearing) friction, Dhanaraj (1990) Table 3.1 (eqs. 3.3-3.5), corrected pairing.
 
 Inputs are the *frictionless* reaction force ``f`` and moment ``n`` that link i-1 exerts on link i at
-the origin of ``F_i`` (Gogoussis & Donath 1988 premise, seed 003 §3.2: with the motion given, the
+the origin of ``F_i`` (Gogoussis & Donath 1988 premise, Dhanaraj (1990) §3.2: with the motion given, the
 reactions do not depend on friction), expressed in an axis-aligned joint frame whose z axis is the
 joint axis (see :func:`axis_frame`). With ``mu`` the friction coefficient, ``r`` the journal/thrust
 radius and ``d`` the spacing of the two supports, the friction magnitudes are
@@ -14,7 +14,7 @@ radius and ``d`` the spacing of the two supports, the friction magnitudes are
 
 and the compensating torque is ``sgn(qd) |tau_f|`` (0 at rest; ``smooth`` substitutes ``s(qd)``).
 
-Two-bearing statics (the derivation behind the journal pairing, docs/friction.md): the radial
+Two-bearing statics (the derivation behind the journal pairing, docs/friction.md, docs/references.md): the radial
 bearing forces ``F_A``, ``F_B`` (in the xy plane) carry the reaction, so ``F_A + F_B = f_xy`` and
 ``r_A x F_A + r_B x F_B = n_xy`` with ``r_A = (0, 0, d/2) = -r_B``. Since
 ``(0, 0, h) x (F_x, F_y, 0) = (-h F_y, h F_x, 0)``:
@@ -54,7 +54,7 @@ def axis_frame(axis: ArrayLike) -> FloatArray:
 def journal_bearing(
     force: ArrayLike, moment: ArrayLike, mu: ArrayLike, radius: ArrayLike, spacing: ArrayLike
 ) -> FloatArray:
-    """Magnitude ``(mu r/d)(|F_A| + |F_B|) d`` of journal-bearing friction (seed 003 eq. 3.3, corrected).
+    """Magnitude ``(mu r/d)(|F_A| + |F_B|) d`` of journal-bearing friction (Dhanaraj eq. 3.3, misprint corrected).
 
     ``force``, ``moment``: ``(..., 3)`` in the axis frame (z = joint axis).
     """
@@ -69,7 +69,7 @@ def journal_bearing(
 
 
 def linear_bearing(force: ArrayLike, moment: ArrayLike, mu: ArrayLike, spacing: ArrayLike) -> FloatArray:
-    """Magnitude of linear-bearing friction force (seed 003 eq. 3.4): ``mu`` times the normal loads."""
+    """Magnitude of linear-bearing friction force (Dhanaraj (1990) eq. 3.4): ``mu`` times the normal loads."""
     f = as_float(force)
     n = as_float(moment)
     hx = 0.5 * as_float(spacing) * f[..., 0]
@@ -80,6 +80,6 @@ def linear_bearing(force: ArrayLike, moment: ArrayLike, mu: ArrayLike, spacing: 
 
 
 def thrust_bearing(force: ArrayLike, mu: ArrayLike, radius: ArrayLike) -> FloatArray:
-    """Magnitude ``mu r |f_z|`` of thrust-bearing friction (seed 003 Table 3.1)."""
+    """Magnitude ``mu r |f_z|`` of thrust-bearing friction (Dhanaraj (1990) Table 3.1)."""
     f = as_float(force)
     return as_float(mu) * as_float(radius) * np.abs(f[..., 2])

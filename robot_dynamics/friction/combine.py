@@ -1,6 +1,6 @@
 """All friction terms of a model at once: :func:`apply_friction`, :func:`friction_torques`.
 
-Order of the terms (seed 003 Fig. 3.1/3.10, Table 3.5): the frictionless joint torque ``tau_joint``
+Order of the terms (Dhanaraj (1990) Figs. 3.1/3.10, Table 3.5): the frictionless joint torque ``tau_joint``
 (rigid body + motor inertia + tool wrench term, "basic dynamic torque") plus the joint-side friction
 (viscous/Coulomb/Stribeck ``joint``, motor friction referred to the joint ``motor``, load-dependent
 ``bearing``) gives the torque at the joint = transmission output ``tau_out`` (eqs. 3.6/3.7 with the
@@ -37,14 +37,14 @@ class FrictionTerms:
 
     joint: FloatArray  # viscous + Coulomb/Stribeck, joint side
     motor: FloatArray  # G^2 B qd + |G| Tc(sgn qd)
-    bearing: FloatArray  # load-dependent joint friction, seed 003 Table 3.1
-    transmission: FloatArray  # tau_in - tau_out, seed 003 Table 3.2
+    bearing: FloatArray  # load-dependent joint friction, Dhanaraj (1990) Table 3.1
+    transmission: FloatArray  # tau_in - tau_out, Dhanaraj (1990) Table 3.2
     total: FloatArray
 
 
 @dataclass(frozen=True, eq=False)
 class ThesisBreakdown:
-    """The columns of seed 003 Table 3.5, each ``(..., n)``.
+    """The columns of Dhanaraj (1990) Table 3.5, each ``(..., n)``.
 
     ``joint_friction`` is everything between the frictionless torque and the transmission output
     (joint + motor + bearing friction).
@@ -65,7 +65,7 @@ class ThesisBreakdown:
     )
 
     def format_table(self, joint_names: Sequence[str] | None = None, digits: int = 4) -> str:
-        """A plain-text table laid out like seed 003 Table 3.5 (one state ``(n,)``)."""
+        """A plain-text table laid out like Dhanaraj (1990) Table 3.5 (one state ``(n,)``)."""
         cols = [self.basic_dynamic, self.joint_friction, self.total_at_joint]
         cols += [self.transmission_friction, self.total_input]
         if cols[0].ndim != 1:
@@ -81,7 +81,7 @@ class ThesisBreakdown:
 
 
 def thesis_breakdown(tau_joint: ArrayLike, terms: FrictionTerms) -> ThesisBreakdown:
-    """Seed 003 Table 3.5 columns from the frictionless torque and the friction terms."""
+    """Dhanaraj (1990) Table 3.5 columns from the frictionless torque and the friction terms."""
     basic = np.asarray(tau_joint, dtype=float)
     joint = terms.joint + terms.motor + terms.bearing
     at_joint = basic + joint

@@ -3,7 +3,7 @@
 Every friction term that switches with the direction of motion is written ``level(s) `` with a
 direction ``s(qd)`` in ``[-1, 1]``:
 
-* exact (discontinuous) ``s = sgn(qd)``, 0 at rest (Schilling eq. 6-3-3, seed 003 Tables 3.1/3.2);
+* exact (discontinuous) ``s = sgn(qd)``, 0 at rest (Schilling eq. 6-3-3, Dhanaraj (1990) Tables 3.1/3.2);
 * ``"tanh"``: ``s = tanh(qd / v_s)``, smooth (C-infinity);
 * ``"linear"``: the linear window ``s = clip(qd / v_s, -1, 1)``: exact outside ``|qd| >= v_s``,
   continuous (piecewise linear) inside.

@@ -1,6 +1,6 @@
 """Forward dynamics and integration with friction that sticks: the stick-slip (hybrid) simulator.
 
-Equation of motion with friction (``dynamics-reference.md`` §7; all friction terms compensating):
+Equation of motion with friction (docs/references.md, Conventions; all friction terms compensating):
 
     D(q) qdd + h(q, qd) + c(q) = tau_link,   tau_link_i = T_i^{-1}(tau_i) - b_i(qd_i, load)
 
@@ -24,7 +24,7 @@ start with every resting joint stuck, solve the constrained system (rows of stuc
 break-away acceleration has the wrong sign, repeat.
 
 **Load-dependent friction** (bearings) is implicit: the reactions depend on qdd. It is solved by a
-fixed-point iteration on the frictionless reactions (Gogoussis & Donath premise, seed 003 §3.2):
+fixed-point iteration on the frictionless reactions (Gogoussis & Donath premise, Dhanaraj (1990) §3.2):
 ``qdd_0`` without bearing friction (or the integrator's previous value), then reactions at ``qdd_k``
 -> bearing friction -> ``qdd_{k+1}``, until the bearing torques change by at most
 ``1e-12 (1 + |bearing| + |h + c|)``. The reactions are affine in qdd

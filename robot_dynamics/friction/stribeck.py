@@ -1,4 +1,4 @@
-"""Stribeck / static-friction blend, Schilling (seed 001) eq. 6-3-3, with asymmetric levels.
+"""Stribeck / static-friction blend, Schilling (1990) eq. 6-3-3, with asymmetric levels.
 
     b(qd) = b_v qd + sgn(qd) [ b_d + (b_s - b_d) exp(-|qd| / eps) ]          # Schilling 6-3-3
 

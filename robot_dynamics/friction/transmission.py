@@ -1,4 +1,4 @@
-"""Transmission (gearbox) friction from an efficiency curve, seed 003 §3.4, Table 3.2.
+"""Transmission (gearbox) friction from an efficiency curve, Dhanaraj (1990) §3.4, Table 3.2.
 
 ``tau_out`` is the torque at the joint (transmission output), ``tau_in`` the input torque referred to
 the joint side (the thesis's ``m tau_in``, eq. 3.8: divide by the gear ratio for the motor torque).

@@ -1,4 +1,4 @@
-"""Symbolic closed-form dynamics and code generation (issue 8; SymPy, no ROS).
+"""Symbolic closed-form dynamics and code generation (SymPy, no ROS).
 
 * :mod:`.model` — a robot's parameters as SymPy values, numeric or kept as chosen symbols
   (ROBMAT's ``m[1]``, ``L[1]``, ``g``);

@@ -9,7 +9,7 @@
   the Christoffel symbols; ``h_i = sum_k sum_m h_ikm qd_k qd_m`` (3.2-32);
 * ``c_i = dV/dq_i`` with ``V = -sum_j m_j g . r_j`` (3.2-34; ``g`` the gravity vector, ``r_j`` the
   centre of mass of link j in the base frame);
-* ROBMAT's configuration-space form (seed 002 §4.2): ``F = M qdd + 2 B [qq] + C [q^2] + G`` with
+* ROBMAT's configuration-space form (Horn & Linge §4.2): ``F = M qdd + 2 B [qq] + C [q^2] + G`` with
   ``M = D``, ``B[i, (j,k)] = h_ijk`` (j<k, columns (1,2),(1,3)..(n-1,n)), ``C[i, j] = h_ijj``, ``G = c``;
 * the Coriolis matrix ``C_ik = sum_m h_ikm qd_m`` (``h = C qd``, ``dD/dt - 2C`` skew-symmetric).
 
@@ -131,7 +131,7 @@ def closed_form(robot: SymbolicRobot, *, simplifier: Callable[[sp.Expr], sp.Expr
 
 
 def velocity_products(qd: sp.Matrix) -> tuple[sp.Matrix, sp.Matrix]:
-    """ROBMAT's ``[qq]`` (``qd_j qd_k``, j<k) and ``[q^2]`` vectors (seed 002 §4.2)."""
+    """ROBMAT's ``[qq]`` (``qd_j qd_k``, j<k) and ``[q^2]`` vectors (Horn & Linge §4.2)."""
     n = len(qd)
     qq = sp.Matrix([qd[j] * qd[k] for j, k in itertools.combinations(range(n), 2)])
     q2 = sp.Matrix([x**2 for x in qd])

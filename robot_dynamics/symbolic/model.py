@@ -5,9 +5,9 @@
 ``T_i = X_i Rot(axis_i, q_i)``; see :mod:`robot_dynamics.model`). Numeric values become SymPy
 ``Float``s, except that entries within ``SNAP`` of ``0`` or ``±1`` become exact integers: the
 ``cos(pi/2) = 6e-17`` left in a DH transform must be an exact zero, or the generated code would
-multiply by it (the thesis's customisation, ``../shared/spec/dynamics-reference.md`` §4).
+multiply by it (the customisation of Dhanaraj (1990) §2.4).
 
-Chosen parameter groups can be kept as symbols, as ROBMAT (seed 002 §3) keeps ``m[1]``, ``L[1]``:
+Chosen parameter groups can be kept as symbols, as ROBMAT (Horn & Linge §3) keeps ``m[1]``, ``L[1]``:
 
 * ``"mass"`` -> ``m1..mn``; ``"inertia"`` -> ``Ixx1, Iyy1, Izz1, Ixy1, Iyz1, Ixz1``;
 * ``"com"`` -> ``x1, y1, z1`` (the centre of mass in the DH frame for DH models, else in ``F_i``);

@@ -1,7 +1,7 @@
 """Customised modified Newton–Euler inverse dynamics as a straight-line program (thesis ch. 2).
 
-The thesis's modified NE (seed 003 Table 2.4; corrected in ``../shared/spec/dynamics-reference.md``
-§4), generated symbolically for one robot the way its §2.4 prescribes: every vector element
+The thesis's modified NE (Dhanaraj (1990) Table 2.4; misprints corrected, see docs/references.md),
+generated symbolically for one robot the way its §2.4 prescribes: every vector element
 becomes a named intermediate (no re-substitution, so no expression swell), multiplications by
 0 and 1 and additions of 0 disappear (the parameters are numbers, with exact 0/±1 in the
 transforms), constants are folded, ``sin q_i``/``cos q_i`` are computed once.

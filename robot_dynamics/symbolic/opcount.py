@@ -137,4 +137,4 @@ TABLE_2_10: dict[str, dict[str, tuple[int, int] | None]] = {
         "Khalil 1986": (187, 152),
     },
 }
-"""Thesis (seed 003) Table 2.10: multiplications/additions of symbolically customised inverse dynamics."""
+"""Dhanaraj (1990) Table 2.10: multiplications/additions of symbolically customised inverse dynamics."""

@@ -1,6 +1,6 @@
 """Straight-line programs (named intermediates) and the passes that shrink them.
 
-A :class:`Program` is what the thesis's symbolic customisation produces (seed 003 §2.4): a list
+A :class:`Program` is what the thesis's symbolic customisation produces (Dhanaraj (1990) §2.4): a list
 of assignments ``name = expression`` in terms of the inputs (``q``, ``qd``, ``qdd``; ``s_i = sin q_i``,
 ``c_i = cos q_i`` computed once) and earlier names, and the outputs. Passes:
 

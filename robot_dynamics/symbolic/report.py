@@ -1,6 +1,6 @@
 """Markdown and LaTeX reports of the symbolic equations (readable, like ROBMAT's output).
 
-Trigonometric functions of the joint angles are written in the seeds' shorthand: ``S1 = sin q1``,
+Trigonometric functions of the joint angles are written in the books' shorthand (Fu, Gonzalez & Lee): ``S1 = sin q1``,
 ``C12 = cos(q1 + q2)``; ``qd``/``qdd`` are the joint velocities/accelerations. A closed form
 (:class:`~.lagrange.ClosedForm`) gives D, h_ikm, h, c and ROBMAT's M, B, C, G; a Newton–Euler
 :class:`~.program.Program` gives its list of named intermediates and its operation count.
@@ -88,7 +88,7 @@ def markdown_report(robot: SymbolicRobot, closed: ClosedForm | None = None, prog
         lines += ["```", "", "## Gravity loading c (= ROBMAT G)", "", "```"]
         lines += [f"c{i + 1} = {_plain(closed.c[i], q)}" for i in range(n)]
         lines += ["```", "", "## ROBMAT configuration-space form", ""]
-        lines += ["`F = M qdd + 2 B [qq] + C [q^2] + G` (Horn & Linge, seed 002 §4.2).", "", "```"]
+        lines += ["`F = M qdd + 2 B [qq] + C [q^2] + G` (Horn & Linge §4.2).", "", "```"]
         pairs = list(itertools.combinations(range(n), 2))
         lines.append("[qq] = (" + ", ".join(f"qd{a + 1}*qd{b + 1}" for a, b in pairs) + ")")
         lines.append("B = " + _plain(closed.B, q))

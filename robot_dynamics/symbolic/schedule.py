@@ -1,4 +1,4 @@
-"""Layered task graphs and the thesis's list scheduling on p processors (seed 003 ch. 4).
+"""Layered task graphs and the thesis's list scheduling on p processors (Dhanaraj (1990) ch. 4).
 
 Two task graphs:
 
