@@ -35,6 +35,8 @@ from robot_dynamics.model import FloatArray
 
 DEFAULT_WINDOW_S = 0.1
 DEFAULT_POLYORDER = 3
+#: The largest window :meth:`SavitzkyGolay.for_times` returns (longer than any bag; keeps messages readable).
+MAX_WINDOW = 1_000_000_001
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,8 @@ class SavitzkyGolay:
             raise StateError(f"Savitzky-Golay polyorder must be >= 0, got {polyorder}")
         steps = np.diff(ts)
         period = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 0.0
-        w = round(window_s / period) if period > 0 and math.isfinite(window_s / period) else 0
+        ratio = window_s / period if period > 0 else 0.0  # no positive step: the minimum window
+        w = MAX_WINDOW if not ratio <= MAX_WINDOW else round(ratio)
         w = max(w, min_window(polyorder))
         w += 1 - w % 2  # odd
         return SavitzkyGolay(w, polyorder)
