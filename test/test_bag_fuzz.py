@@ -116,16 +116,32 @@ def multiarray_padding(msg: Any, size: int) -> list[int]:
 
 
 def with_garbage(
-    rng: np.random.Generator, msg: Any, msgtype: str, padding: Callable[[Any, int], list[int]], big_endian: bool
+    rng: np.random.Generator,
+    msg: Any,
+    msgtype: str,
+    padding: Callable[[Any, int], list[int]],
+    big_endian: bool,
+    *,
+    style: str = "all",
 ) -> tuple[bytes, bytes]:
-    """``(clean, garbage)`` serializations: random bytes in every padding byte and 0-3 random trailing bytes."""
+    """``(clean, garbage)`` serializations with random non-zero bytes in the padding.
+
+    ``style``: ``"gaps"`` the alignment gaps only (same length, options ``00 00``); ``"dds"`` also
+    0-3 random trailing bytes with their count in the options (XCDR: the last two bits of the
+    options are the number of padding bytes at the end, as Fast-DDS writes and reads them);
+    ``"all"`` random options bytes and 0-3 random trailing bytes (what ``rosbags`` accepts).
+    """
     clean = bytes(STORE.serialize_cdr(msg, msgtype, little_endian=not big_endian))
     raw = bytearray(clean)
-    where = padding(msg, len(clean))
+    where = padding(msg, len(clean))[0 if style == "all" else 2 :]
     raw_gaps = rng.integers(1, 256, size=len(where), dtype=np.uint8)  # never 0: every padding byte changes
     for offset, value in zip(where, raw_gaps.tolist(), strict=True):
         raw[offset] = value
-    raw += rng.integers(0, 256, size=int(rng.integers(0, _cdr.MAX_TRAILING + 1)), dtype=np.uint8).tobytes()
+    if style != "gaps":
+        trailing = int(rng.integers(0, _cdr.MAX_TRAILING + 1))
+        raw += rng.integers(0, 256, size=trailing, dtype=np.uint8).tobytes()
+        if style == "dds":
+            raw[3] = trailing
     return clean, bytes(raw)
 
 
