@@ -308,3 +308,25 @@ def test_unstamped_stream_with_repeated_receive_times_is_rejected():
         s.time_base()
     with pytest.raises(io.BagError, match="no joint states"):
         stamped_series(np.zeros(0)).time_base()
+
+
+def test_layout_grouping_is_bounded_and_complete():
+    """Many layouts of one length: at most MAX_LAYOUTS groups per length, the rest via rosbags, all decoded."""
+    msgs, raws = [], []
+    for k in range(400):
+        # one length, 151 layouts: the first 150 match two messages each, the last one 100
+        order = [f"j{k // 2 if k < 300 else 999:03d}_{i}" for i in range(4)]
+        if k % 97 == 5:
+            order = order[:3]  # another length
+        msgs.append(joint_state_msg(order, RNG.normal(size=len(order)), [], [], T0 + k))
+        raws.append(serialize(msgs[-1]))
+    groups, rest = _cdr.group_by_layout(raws, _cdr.parse_joint_state_layout)
+    sizes = {len(raws[int(g.rows[0])]) for g in groups}
+    assert len(groups) <= _cdr.MAX_LAYOUTS * len(sizes) and rest.size >= 400 - 2 * _cdr.MAX_LAYOUTS - 10
+    rows = np.sort(np.concatenate([g.rows for g in groups] + [rest]))
+    assert np.array_equal(rows, np.arange(400))  # every message exactly once
+    blocks = io.decode_joint_state_blocks(io.RawTopic("/js", io.JOINT_STATE, np.arange(400), raws))
+    for block in blocks:
+        for i, k in enumerate(block.rows.tolist()):
+            assert block.names == tuple(msgs[k].name) and block.stamps[i] == T0 + k
+            assert np.array_equal(block.fields["position"][i], msgs[k].position)

@@ -345,8 +345,10 @@ class Group(Generic[H]):
 
 
 #: A length class gives up on the fast path after this many layouts that matched one message only
-#: (a stream with no repeated layout is decoded message by message at once).
+#: (a stream with no repeated layout is decoded message by message at once), or after
+#: :data:`MAX_LAYOUTS` layouts in all (each costs a pass over the messages left: no quadratic time).
 MAX_SINGLETON_LAYOUTS = 4
+MAX_LAYOUTS = 64
 
 
 def group_by_layout(raws: Sequence[bytes], parse: Callable[[bytes], H]) -> tuple[list[Group[H]], IntpArray]:
@@ -355,7 +357,8 @@ def group_by_layout(raws: Sequence[bytes], parse: Callable[[bytes], H]) -> tuple
     Messages are classed by length; within a class the first message not yet placed gives a layout
     (``parse``), every message of the class that matches it (padding ignored) joins its group, and
     so on. A message that ``parse`` rejects, and every message left when a class has shown
-    :data:`MAX_SINGLETON_LAYOUTS` one-message layouts, goes to the rest. No group is empty.
+    :data:`MAX_SINGLETON_LAYOUTS` one-message layouts or :data:`MAX_LAYOUTS` layouts, goes to the
+    rest. No group is empty.
     """
     lengths = np.fromiter((len(r) for r in raws), dtype=np.int64, count=len(raws))
     groups: list[Group[H]] = []
@@ -364,8 +367,9 @@ def group_by_layout(raws: Sequence[bytes], parse: Callable[[bytes], H]) -> tuple
         rows = np.flatnonzero(lengths == size)
         matrix = stack([raws[int(r)] for r in rows], int(size))
         todo: IntpArray = np.arange(rows.size)
-        singletons = 0
-        while todo.size and singletons < MAX_SINGLETON_LAYOUTS:
+        singletons = layouts = 0
+        while todo.size and singletons < MAX_SINGLETON_LAYOUTS and layouts < MAX_LAYOUTS:
+            layouts += 1
             first = int(rows[todo[0]])
             try:
                 head = parse(raws[first])
