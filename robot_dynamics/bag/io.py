@@ -500,7 +500,7 @@ def decode_joint_trajectories(raw: RawTopic) -> list[TrajectoryMessage]:
         raise BagError(f"topic {raw.topic} has type {short_type(raw.msgtype)}, expected {short_type(JOINT_TRAJECTORY)}")
     out = []
     for k, (timestamp, data) in enumerate(zip(raw.timestamps, raw.data, strict=True)):
-        msg = deserialize(data, JOINT_TRAJECTORY)
+        msg = deserialize(data, JOINT_TRAJECTORY, _where(raw, k))
         names = tuple(msg.joint_names)
         where = f"topic {raw.topic}, message {k}"
         if not msg.points:
