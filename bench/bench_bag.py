@@ -1,13 +1,15 @@
 """Offline evaluation throughput on a 100k-message bag (messages per second), stage by stage.
 
-Usage: ``.venv/bin/python bench/bench_bag.py [--messages 100000] [--storage mcap|sqlite3|both]``
+Usage: ``.venv/bin/python bench/bench_bag.py [--messages 100000] [--storage mcap|sqlite3|both] [--decode-only]``
 
 Generates, in a temporary directory, a bag of ``--messages`` ``sensor_msgs/JointState`` messages of the
 PUMA 560 at 1 kHz (position, velocity, effort; jittered stamps; efforts = the model's torques), then
 times ``robot-dynamics evaluate``'s pipeline (best of ``--repeat``):
 
 * read: the raw messages out of the bag (``rosbags`` reader);
-* decode: our vectorised CDR decoder vs ``rosbags``' per-message ``deserialize_cdr`` (the ratio);
+* decode: our vectorised CDR decoder vs ``rosbags``' per-message ``deserialize_cdr`` (the ratio), on
+  the bag as written (zero padding) and with random bytes in every CDR alignment gap (what real
+  writers leave there; the decoder compares only the meaningful bytes);
 * differentiate: Savitzky–Golay accelerations on the real stamps;
 * model: batched inverse dynamics with and without friction, plus the node-equivalent feed-forward;
 * encode: the output bag's 4 computed topics, our vectorised encoder vs ``rosbags``' ``serialize_cdr``;
@@ -61,6 +63,15 @@ def rosbags_decode(raw: io.RawTopic) -> np.ndarray:
     return np.array([store.deserialize_cdr(r, io.JOINT_STATE).effort for r in raw.data])
 
 
+def garbage_padding(raw: io.RawTopic, seed: int = 1) -> io.RawTopic:
+    """The same messages with random non-zero bytes in every alignment gap (lengths unchanged)."""
+    layout = _cdr.parse_joint_state_layout(raw.data[0]).layout
+    gaps = [p for p in layout.padding if 4 <= p < layout.size]
+    matrix = _cdr.stack(raw.data, layout.size).copy()
+    matrix[:, gaps] = np.random.default_rng(seed).integers(1, 256, size=(len(raw), len(gaps)), dtype=np.uint8)
+    return io.RawTopic(raw.topic, raw.msgtype, raw.timestamps, [row.tobytes() for row in matrix])
+
+
 def rosbags_encode(ev: ev_mod.Evaluation) -> int:
     """The output bag's messages with rosbags' serializer (same content as BagWriter's)."""
     store = io.typestore()
@@ -101,7 +112,9 @@ def our_encode(ev: ev_mod.Evaluation) -> int:
     return size
 
 
-def run(count: int, storage: str, repeat: int, workdir: Path) -> list[tuple[str, float, float | None]]:
+def run(
+    count: int, storage: str, repeat: int, workdir: Path, decode_only: bool = False
+) -> list[tuple[str, float, float | None]]:
     model = load_robot("puma560")
     bag = workdir / f"in_{storage}"
     make_bag(bag, count, storage)
@@ -117,7 +130,13 @@ def run(count: int, storage: str, repeat: int, workdir: Path) -> list[tuple[str,
     ours = best(lambda: io.decode_joint_states(raw, model.joint_names), repeat)
     theirs = best(lambda: rosbags_decode(raw), 1)
     rows.append(("decode JointState (ours | rosbags)", ours, theirs))
+    garbage = garbage_padding(raw)
+    ours = best(lambda: io.decode_joint_states(garbage, model.joint_names), repeat)
+    theirs = best(lambda: rosbags_decode(garbage), 1)
+    rows.append(("decode, garbage in padding (ours | rosbags)", ours, theirs))
     series = io.decode_joint_states(raw, model.joint_names)
+    if decode_only:
+        return rows
     t = (series.stamps - series.stamps[0]) * 1e-9
     filt = SavitzkyGolay.for_times(t)
     rows.append(("differentiate (Savitzky-Golay)", best(lambda: savgol(t, series.velocity, (1,), filt), repeat), None))
@@ -177,11 +196,12 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--storage", choices=("mcap", "sqlite3", "both"), default="both")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--decode-only", action="store_true", help="only the read and decode stages")
     args = parser.parse_args()
     storages = ["mcap", "sqlite3"] if args.storage == "both" else [args.storage]
     with tempfile.TemporaryDirectory() as tmp:
         for storage in storages:
-            rows = run(args.messages, storage, args.repeat, Path(tmp))
+            rows = run(args.messages, storage, args.repeat, Path(tmp), args.decode_only)
             n = args.messages
             print(f"\nbag: {n} JointState messages (PUMA 560, 6 joints), storage {storage}; best of {args.repeat}")
             print(f"{'stage':<42}{'s':>9}{'msg/s':>12}{'rosbags s':>11}{'rosbags msg/s':>15}{'speed-up':>10}")

@@ -6,10 +6,14 @@ import numpy as np
 import pytest
 from scipy.signal import savgol_filter
 
-from robot_dynamics.bag.differentiate import SavitzkyGolay, joint_accelerations, savgol
+from robot_dynamics import load_robot
+from robot_dynamics.bag import evaluate as ev_mod
+from robot_dynamics.bag import io
+from robot_dynamics.bag.differentiate import MAX_WINDOW, SavitzkyGolay, joint_accelerations, min_window, savgol
 from robot_dynamics.errors import StateError
 
 RNG = np.random.default_rng(3)
+MODEL = load_robot("puma560")
 
 
 @pytest.mark.parametrize(("window", "polyorder"), [(5, 2), (21, 3), (31, 4), (11, 5)])
@@ -94,3 +98,67 @@ def test_errors_name_the_problem():
         joint_accelerations(t, y[:, None], None)
     with pytest.raises(StateError, match="unknown acceleration source 'jerk'"):
         joint_accelerations(t, y[:, None], y[:, None], source="jerk")
+
+
+# ------------------------------------------------------------------------------------------------
+# low sample rates
+# ------------------------------------------------------------------------------------------------
+def test_min_window_is_odd_and_fits_the_polynomial():
+    assert [min_window(p) for p in range(7)] == [3, 3, 3, 5, 5, 7, 7]
+    for p in range(7):
+        SavitzkyGolay(min_window(p), p)  # accepted
+
+
+@pytest.mark.parametrize(("rate", "window"), [(1000.0, 101), (200.0, 21), (100.0, 11), (30.0, 5), (10.0, 5), (1.0, 5)])
+def test_window_adapts_to_the_sample_rate(rate, window):
+    t = np.arange(200) / rate + RNG.uniform(-0.05, 0.05, 200) / rate
+    assert SavitzkyGolay.for_times(t, 0.1, 3).window == window
+
+
+def test_30_hz_stream_is_differentiated_exactly():
+    """A 30 Hz driver: the 0.1 s default window is 3 samples, too few for a cubic; it grows to 5."""
+    t = 7.0 + np.cumsum(RNG.uniform(0.9, 1.1, 90)) / 30.0
+    coeffs = RNG.normal(size=(4, 2))
+    s = t - 7.0
+    qd = sum(coeffs[k] * s[:, None] ** k for k in range(4))
+    qdd = sum(k * coeffs[k] * s[:, None] ** (k - 1) for k in range(1, 4))
+    filt = SavitzkyGolay.for_times(t)
+    assert filt == SavitzkyGolay(5, 3)
+    (d1,) = savgol(t, qd, (1,), filt)
+    assert np.max(np.abs(d1 - qdd)) < 1e-9 * np.max(np.abs(qdd))
+    assert np.max(np.abs(joint_accelerations(t, qd, qd) - qdd)) < 1e-9 * np.max(np.abs(qdd))
+
+
+def test_degenerate_times_still_give_a_valid_window():
+    assert SavitzkyGolay.for_times([0.0, 0.0, 0.0], 0.1, 3).window == 5  # no positive step: the minimum
+    assert SavitzkyGolay.for_times([0.0, 1e-300], 1.0, 2).window == MAX_WINDOW  # capped
+    assert SavitzkyGolay.for_times([0.0, 5e-324], 1e10, 2).window == MAX_WINDOW  # window / period overflows
+    with pytest.raises(StateError, match="window must be positive, got nan s"):
+        SavitzkyGolay.for_times([0.0, 1.0], float("nan"), 3)
+    with pytest.raises(StateError, match="polyorder must be >= 0, got -1"):
+        SavitzkyGolay.for_times([0.0, 1.0], 0.1, -1)
+    with pytest.raises(StateError, match="need at least 2 samples to differentiate, got 1"):
+        SavitzkyGolay.for_times([0.0], 0.1, 3)
+
+
+def series_at(rate: float, count: int, topic: str = "/joint_states") -> io.JointStateSeries:
+    ns = (np.arange(count) * 1e9 / rate).astype(np.int64)
+    q = np.sin(np.linspace(0.0, 1.0, count))[:, None] * np.ones((1, 6))
+    return io.JointStateSeries(topic, tuple(MODEL.joint_names), ns + 1000, ns, q, np.cos(q), None)
+
+
+def test_too_few_messages_is_a_bag_error_naming_topic_and_counts():
+    for count in (1, 2, 4):
+        with pytest.raises(
+            io.BagError, match=rf"/arm/joint_states: {count} messages, too few to differentiate: .* at least 5 samples"
+        ):
+            ev_mod.evaluate(MODEL, series_at(30.0, count, "/arm/joint_states"))
+    with pytest.raises(
+        io.BagError,
+        match=r"/joint_states: 12 messages, fewer than the 31-sample differentiation window \(1 s at the median "
+        r"sample period 33\.3 ms\); choose a window of at most 0\.367 s",
+    ):
+        ev_mod.evaluate(MODEL, series_at(30.0, 12), window_s=1.0)
+    ev = ev_mod.evaluate(MODEL, series_at(30.0, 5))  # the minimum is enough
+    assert ev.filter == SavitzkyGolay(5, 3) and ev.count == 5
+    assert ev.summary()["acceleration"]["window_samples"] == 5

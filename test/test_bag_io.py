@@ -256,3 +256,77 @@ def test_progress_callback_counts_every_message(tmp_path):
     counts: list[int] = []
     io.read_topics(path, progress=counts.append)
     assert sum(counts) == 2500 and len(counts) == 3
+
+
+# ------------------------------------------------------------------------------------------------
+# header stamps: zero, starting at zero, repeated, going backwards
+# ------------------------------------------------------------------------------------------------
+def stamped_series(stamps, receive=None) -> io.JointStateSeries:
+    stamps = np.asarray(stamps, dtype=np.int64)
+    receive = T0 + np.arange(stamps.size) * 33_000_000 if receive is None else np.asarray(receive, dtype=np.int64)
+    q = np.zeros((stamps.size, 2))
+    return io.JointStateSeries("/arm/joint_states", ("a", "b"), receive, stamps, q, q, None)
+
+
+def test_stamps_starting_at_zero_are_stamps(caplog):
+    stamps = np.arange(10) * 33_333_333  # a driver's clock, or simulated time, starting at 0
+    s = stamped_series(stamps)
+    assert s.stamped
+    base, which = s.time_base()
+    assert which == io.TIME_BASE_STAMPS and np.array_equal(base, stamps)
+    assert np.array_equal(s.times(), stamps * 1e-9)
+    assert not caplog.records
+
+
+def test_all_zero_stamps_fall_back_to_receive_times_with_a_warning(caplog):
+    s = stamped_series(np.zeros(10))
+    assert not s.stamped
+    with caplog.at_level("WARNING", logger="robot_dynamics.bag"):
+        base, which = s.time_base()
+    assert which == io.TIME_BASE_RECEIVE and np.array_equal(base, s.timestamps)
+    assert np.allclose(s.times(), np.arange(10) * 0.033, rtol=0, atol=1e-12)
+    assert "/arm/joint_states: every header stamp is zero; using the bag's receive times" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("stamps", "message"),
+    [
+        ([5, 10, 15, 12, 20], r"header stamps do not increase at message 3 \(15 -> 12 ns; stamps that go backwards"),
+        ([5, 10, 10, 12, 20], r"header stamps do not increase at message 2 \(10 -> 10 ns; stamps that repeat"),
+        ([0, 10, 20, 0, 10], r"header stamps do not increase at message 3 \(20 -> 0 ns; .*clock reset"),
+    ],
+)
+def test_stamps_that_repeat_or_go_backwards_are_rejected(stamps, message):
+    """Rejected, not re-sorted: receive order is the order the robot's software saw the states in."""
+    with pytest.raises(io.BagError, match="/arm/joint_states: " + message):
+        stamped_series(stamps).times()
+
+
+def test_unstamped_stream_with_repeated_receive_times_is_rejected():
+    s = stamped_series(np.zeros(4), receive=[T0, T0 + 1, T0 + 1, T0 + 2])
+    with pytest.raises(io.BagError, match=r"receive times do not increase at message 2"):
+        s.time_base()
+    with pytest.raises(io.BagError, match="no joint states"):
+        stamped_series(np.zeros(0)).time_base()
+
+
+def test_layout_grouping_is_bounded_and_complete():
+    """Many layouts of one length: at most MAX_LAYOUTS groups per length, the rest via rosbags, all decoded."""
+    msgs, raws = [], []
+    for k in range(400):
+        # one length, 151 layouts: the first 150 match two messages each, the last one 100
+        order = [f"j{k // 2 if k < 300 else 999:03d}_{i}" for i in range(4)]
+        if k % 97 == 5:
+            order = order[:3]  # another length
+        msgs.append(joint_state_msg(order, RNG.normal(size=len(order)), [], [], T0 + k))
+        raws.append(serialize(msgs[-1]))
+    groups, rest = _cdr.group_by_layout(raws, _cdr.parse_joint_state_layout)
+    sizes = {len(raws[int(g.rows[0])]) for g in groups}
+    assert len(groups) <= _cdr.MAX_LAYOUTS * len(sizes) and rest.size >= 400 - 2 * _cdr.MAX_LAYOUTS - 10
+    rows = np.sort(np.concatenate([g.rows for g in groups] + [rest]))
+    assert np.array_equal(rows, np.arange(400))  # every message exactly once
+    blocks = io.decode_joint_state_blocks(io.RawTopic("/js", io.JOINT_STATE, np.arange(400), raws))
+    for block in blocks:
+        for i, k in enumerate(block.rows.tolist()):
+            assert block.names == tuple(msgs[k].name) and block.stamps[i] == T0 + k
+            assert np.array_equal(block.fields["position"][i], msgs[k].position)

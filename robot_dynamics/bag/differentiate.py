@@ -24,6 +24,7 @@ positions, one batched ``(p+1)x(p+1)`` solve gives every sample's weights (no pe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,8 @@ from robot_dynamics.model import FloatArray
 
 DEFAULT_WINDOW_S = 0.1
 DEFAULT_POLYORDER = 3
+#: The largest window :meth:`SavitzkyGolay.for_times` returns (longer than any bag; keeps messages readable).
+MAX_WINDOW = 1_000_000_001
 
 
 @dataclass(frozen=True)
@@ -55,17 +58,31 @@ class SavitzkyGolay:
     def for_times(
         t: ArrayLike, window_s: float = DEFAULT_WINDOW_S, polyorder: int = DEFAULT_POLYORDER
     ) -> SavitzkyGolay:
-        """The odd window (in samples) covering about ``window_s`` seconds at the median sample period."""
+        """The odd window (in samples) covering about ``window_s`` seconds at the median sample period.
+
+        ``round(window_s / period)`` samples, made odd, and never fewer than :func:`min_window`: at a
+        low rate (a 30 Hz driver) the window grows past ``window_s`` rather than below what a degree
+        ``polyorder`` fit needs.
+        """
         ts = np.asarray(t, dtype=float).reshape(-1)
         if ts.size < 2:
             raise StateError(f"need at least 2 samples to differentiate, got {ts.size}")
-        if not window_s > 0.0:
+        if not window_s > 0.0 or not math.isfinite(window_s):
             raise StateError(f"Savitzky-Golay window must be positive, got {window_s} s")
-        period = float(np.median(np.diff(ts)))
-        w = round(window_s / period) if period > 0 else polyorder + 2
-        w = max(w, polyorder + 1)
+        if polyorder < 0:
+            raise StateError(f"Savitzky-Golay polyorder must be >= 0, got {polyorder}")
+        steps = np.diff(ts)
+        period = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 0.0
+        ratio = window_s / period if period > 0 else 0.0  # no positive step: the minimum window
+        w = MAX_WINDOW if not ratio <= MAX_WINDOW else round(ratio)
+        w = max(w, min_window(polyorder))
         w += 1 - w % 2  # odd
         return SavitzkyGolay(w, polyorder)
+
+
+def min_window(polyorder: int) -> int:
+    """The fewest samples a Savitzky-Golay window of degree ``polyorder`` may hold: odd, > ``polyorder``, >= 3."""
+    return max(3, polyorder + 1 + polyorder % 2)
 
 
 def _check_times(t: FloatArray) -> None:

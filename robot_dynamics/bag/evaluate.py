@@ -31,8 +31,7 @@ from typing import Any, Literal, TextIO
 import numpy as np
 
 from robot_dynamics.bag import io
-from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER, DEFAULT_WINDOW_S, SavitzkyGolay, savgol
-from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER, DEFAULT_WINDOW_S, SavitzkyGolay, min_window, savgol
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.trajectory import TrajectorySample
 
@@ -47,7 +46,7 @@ OUT_ACCELERATION = "/robot_dynamics/acceleration"
 OUT_FEEDFORWARD = "/robot_dynamics/feedforward_efforts"
 
 
-class EvaluationError(RobotDynamicsError):
+class EvaluationError(io.BagError):
     """The bag does not allow the requested evaluation (no velocity, unstamped messages, ...)."""
 
 
@@ -286,19 +285,34 @@ def _check_positions(series: io.JointStateSeries) -> None:
         )
 
 
-def _sample_times(series: io.JointStateSeries) -> FloatArray:
-    """Seconds from the first sample: header stamps (receive times if the stream is unstamped)."""
-    base = series.stamps if np.all(series.stamps > 0) else series.timestamps
-    steps = np.diff(base)
-    if np.any(steps <= 0):
-        k = int(np.argmax(steps <= 0)) + 1
-        which = "header stamps" if base is series.stamps else "receive times"
-        raise EvaluationError(
-            f"{series.topic}: {which} do not increase at message {k} ({base[k - 1]} -> {base[k]} ns); "
-            "cannot differentiate"
-        )
+def _sample_times(series: io.JointStateSeries) -> tuple[FloatArray, str]:
+    """Seconds from the first sample and their source (:meth:`io.JointStateSeries.time_base`)."""
+    try:
+        base, which = series.time_base()
+    except io.BagError as exc:
+        raise EvaluationError(f"{exc}") from None
     t: FloatArray = (base - base[0]).astype(np.float64) * 1e-9
-    return t
+    return t, which
+
+
+def _differentiation_filter(
+    series: io.JointStateSeries, t: FloatArray, window_s: float, polyorder: int
+) -> SavitzkyGolay:
+    """The Savitzky-Golay window for these stamps; too few messages is an error naming the topic."""
+    needed = min_window(polyorder)
+    if len(series) < needed:
+        raise EvaluationError(
+            f"{series.topic}: {len(series)} messages, too few to differentiate: a degree-{polyorder} "
+            f"Savitzky-Golay fit needs at least {needed} samples"
+        )
+    filt = SavitzkyGolay.for_times(t, window_s, polyorder)
+    if len(series) < filt.window:
+        raise EvaluationError(
+            f"{series.topic}: {len(series)} messages, fewer than the {filt.window}-sample differentiation window "
+            f"({window_s:g} s at the median sample period {np.median(np.diff(t)) * 1e3:.3g} ms); "
+            f"choose a window of at most {(len(series) - 1) * float(np.median(np.diff(t))):.3g} s"
+        )
+    return filt
 
 
 def _desired_accelerations(
@@ -334,16 +348,12 @@ def evaluate(
     _check_positions(series)
     q = series.position
     qd = _velocity(series, "the friction and Coriolis terms")
-    t = _sample_times(series)
+    t, time_base = _sample_times(series)
     filt: SavitzkyGolay | None = None
     if accel_source == "trajectory":
         qdd = _desired_accelerations(model, series, trajectories, qd)
     else:
-        filt = SavitzkyGolay.for_times(t, window_s, polyorder)
-        if len(series) < filt.window:
-            raise EvaluationError(
-                f"{series.topic}: {len(series)} messages, fewer than the {filt.window}-sample differentiation window"
-            )
+        filt = _differentiation_filter(series, t, window_s, polyorder)
         if accel_source == "velocity":
             (qdd,) = savgol(t, qd, (1,), filt)
         else:
@@ -379,6 +389,7 @@ def evaluate(
         feedforward=ff,
         settings={
             "joint_states_topic": series.topic,
+            "time_base": time_base,
             "trajectories": len(trajectories),
             "feedforward_friction_velocity": friction_velocity if ff is not None else None,
         },

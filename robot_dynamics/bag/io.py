@@ -18,6 +18,7 @@ Writing: :class:`BagWriter` collects topics, then writes every message in time o
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ STORAGES: tuple[str, ...] = ("mcap", "sqlite3")
 Storage = Literal["mcap", "sqlite3"]
 Int64Array = NDArray[np.int64]
 ProgressFn = Callable[[int], None]
+_LOG = logging.getLogger("robot_dynamics.bag")
 
 
 class BagError(RobotDynamicsError):
@@ -218,18 +220,29 @@ def read_topics(
         reader.close()
 
 
-def deserialize(raw: bytes, msgtype: str) -> Any:
+def deserialize(raw: bytes, msgtype: str, where: str = "") -> Any:
+    """One message with ``rosbags``; ``where`` (e.g. ``topic /x, message 3``) prefixes the error."""
+    prefix = f"{where}: " if where else ""
     try:
         return typestore().deserialize_cdr(raw, msgtype)
     except KeyError:
         raise BagError(f"message type {msgtype} is not in the standard ROS 2 type store") from None
     except Exception as exc:
-        raise BagError(f"cannot deserialize a {short_type(msgtype)} message: {exc}") from None
+        raise BagError(f"{prefix}cannot deserialize a {short_type(msgtype)} message: {exc}") from None
+
+
+def _where(raw: RawTopic, row: int) -> str:
+    return f"topic {raw.topic}, message {row} (t={int(raw.timestamps[row])} ns)"
 
 
 # ------------------------------------------------------------------------------------------------
 # joint states
 # ------------------------------------------------------------------------------------------------
+#: How :meth:`JointStateSeries.times` chose the time base (also in the evaluation summary).
+TIME_BASE_STAMPS = "header stamps"
+TIME_BASE_RECEIVE = "receive times (header stamps all zero)"
+
+
 @dataclass(frozen=True)
 class JointStateSeries:
     """A joint-state stream in a fixed joint order.
@@ -251,54 +264,96 @@ class JointStateSeries:
     def __len__(self) -> int:
         return int(self.timestamps.size)
 
+    @property
+    def stamped(self) -> bool:
+        """Whether the stream carries header stamps (any non-zero; a stream may start at stamp 0)."""
+        return bool(np.any(self.stamps != 0))
+
+    def time_base(self) -> tuple[Int64Array, str]:
+        """The sample instants (ns) and their source, :data:`TIME_BASE_STAMPS` or :data:`TIME_BASE_RECEIVE`.
+
+        Header stamps when the stream has any (stamps may start at zero: simulated time, a driver's
+        own clock); the bag's receive times when every stamp is zero (a driver that does not stamp),
+        with a warning on the ``robot_dynamics.bag`` logger. The chosen instants must increase
+        strictly: stamps that repeat or go backwards (a clock reset, two publishers on one topic)
+        raise :class:`BagError` naming the message, rather than being re-sorted, since receive order
+        is the order the robot's software saw the states in.
+        """
+        if len(self) == 0:
+            raise BagError(f"{self.topic}: no joint states")
+        if self.stamped:
+            base, which = self.stamps, TIME_BASE_STAMPS
+        else:
+            base, which = self.timestamps, TIME_BASE_RECEIVE
+            _LOG.warning("%s: every header stamp is zero; using the bag's receive times as sample times", self.topic)
+        steps = np.diff(base)
+        if np.any(steps <= 0):
+            k = int(np.argmax(steps <= 0)) + 1
+            kind = "repeat" if steps[k - 1] == 0 else "go backwards"
+            name = "header stamps" if which == TIME_BASE_STAMPS else "receive times"
+            raise BagError(
+                f"{self.topic}: {name} do not increase at message {k} ({int(base[k - 1])} -> {int(base[k])} ns; "
+                f"stamps that {kind} cannot be differentiated: a clock reset or several publishers on one topic?)"
+            )
+        return base, which
+
     def times(self) -> FloatArray:
-        """Sample times in seconds from the first sample: header stamps, or receive times if unstamped."""
-        base = self.stamps if np.all(self.stamps > 0) else self.timestamps
+        """Sample times in seconds from the first sample (:meth:`time_base`)."""
+        base, _ = self.time_base()
         t: FloatArray = (base - base[0]).astype(np.float64) * 1e-9
         return t
 
 
+_FIELDS = ("position", "velocity", "effort")
+
+
 @dataclass
-class _Block:
-    """Messages that share one name list (a uniform run or one irregular message)."""
+class JointStateBlock:
+    """Messages ``rows`` (indices into the topic) that share one layout (a uniform run or one message).
+
+    ``stamps`` are the header stamps (int64 ns, ``sec * 1e9 + nanosec``); ``fields`` maps position,
+    velocity and effort to ``(m, k)`` float arrays (``k`` = that field's length in these messages).
+    """
 
     rows: NDArray[np.intp]
     names: tuple[str, ...]
     stamps: Int64Array
-    fields: dict[str, FloatArray]  # (m, k) with k in {0, len(names)} (checked later)
+    fields: dict[str, FloatArray]
     frame_id: str
 
 
-def _fast_blocks(raws: list[bytes], rows: NDArray[np.intp]) -> tuple[list[_Block], list[int]]:
-    """Decodes the messages of equal length ``rows`` that share the first one's layout."""
-    try:
-        head = _cdr.parse_joint_state_layout(raws[int(rows[0])])
-    except ValueError:
-        return [], [int(r) for r in rows]
-    layout = head.layout
-    matrix = _cdr.stack([raws[int(r)] for r in rows], layout.size)
-    ok = _cdr.matches(layout, matrix)
-    good = matrix[ok]
-    block = _Block(
-        rows[ok],
-        head.names,
-        _cdr.decode_stamps(layout, good),
-        {f: _cdr.decode_block(layout, good, f) for f in ("position", "velocity", "effort")},
-        head.frame_id,
-    )
-    return [block], [int(r) for r in rows[~ok]]
-
-
-def _slow_block(raw: bytes, row: int) -> _Block:
-    msg = deserialize(raw, JOINT_STATE)
+def _slow_block(raw: RawTopic, row: int) -> JointStateBlock:
+    msg = deserialize(raw.data[row], JOINT_STATE, _where(raw, row))
     stamp = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
-    return _Block(
+    return JointStateBlock(
         np.array([row], dtype=np.intp),
         tuple(msg.name),
         np.array([stamp], dtype=np.int64),
-        {f: np.asarray(getattr(msg, f), dtype=np.float64).reshape(1, -1) for f in ("position", "velocity", "effort")},
+        {f: np.asarray(getattr(msg, f), dtype=np.float64).reshape(1, -1) for f in _FIELDS},
         msg.header.frame_id,
     )
+
+
+def decode_joint_state_blocks(raw: RawTopic) -> list[JointStateBlock]:
+    """Every message of a JointState topic, as it is (any names and lengths), in blocks by first row.
+
+    Uniform runs go through the byte-matrix decoder (padding bytes ignored), the rest through
+    ``rosbags``; a message neither can decode raises :class:`BagError` naming topic and message.
+    """
+    groups, rest = _cdr.group_by_layout(raw.data, _cdr.parse_joint_state_layout)
+    blocks = [
+        JointStateBlock(
+            g.rows,
+            g.head.names,
+            _cdr.decode_stamps(g.head.layout, g.matrix),
+            {f: _cdr.decode_block(g.head.layout, g.matrix, f) for f in _FIELDS},
+            g.head.frame_id,
+        )
+        for g in groups
+    ]
+    blocks += [_slow_block(raw, int(r)) for r in rest]
+    blocks.sort(key=lambda b: int(b.rows[0]))
+    return blocks
 
 
 def decode_joint_states(raw: RawTopic, joint_names: Sequence[str] | None = None) -> JointStateSeries:
@@ -312,26 +367,17 @@ def decode_joint_states(raw: RawTopic, joint_names: Sequence[str] | None = None)
     n_msgs = len(raw)
     if n_msgs == 0:
         raise BagError(f"topic {raw.topic} has no messages")
-    lengths = np.fromiter((len(r) for r in raw.data), dtype=np.int64, count=n_msgs)
-    blocks: list[_Block] = []
-    irregular: list[int] = []
-    for size in np.unique(lengths):
-        fast, rest = _fast_blocks(raw.data, np.flatnonzero(lengths == size))
-        blocks += fast
-        irregular += rest
-    blocks += [_slow_block(raw.data[r], r) for r in irregular]
-    blocks.sort(key=lambda b: int(b.rows.min()))
-
+    blocks = decode_joint_state_blocks(raw)
     first = blocks[0]
     target = tuple(joint_names) if joint_names is not None else first.names
     if not target:
         raise BagError(f"topic {raw.topic}: the first message has no joint names")
     n = len(target)
-    out = {f: np.full((n_msgs, n), np.nan) for f in ("position", "velocity", "effort")}
+    out = {f: np.full((n_msgs, n), np.nan) for f in _FIELDS}
     present = dict.fromkeys(out, False)
     stamps = np.zeros(n_msgs, dtype=np.int64)
     for block in blocks:
-        where = f"topic {raw.topic}, message {int(block.rows[0])} (t={raw.timestamps[block.rows[0]]} ns)"
+        where = _where(raw, int(block.rows[0]))
         lookup: dict[str, int] = {}
         for i, name in enumerate(block.names):
             if name in lookup:
@@ -388,34 +434,30 @@ class ArraySeries:
 
 
 def decode_float64_multiarray(raw: RawTopic) -> ArraySeries:
+    """The vectors ``data[data_offset:]`` of every message (all of one length; labels of message 0)."""
     if raw.msgtype != FLOAT64_MULTIARRAY:
         raise BagError(
             f"topic {raw.topic} has type {short_type(raw.msgtype)}, expected {short_type(FLOAT64_MULTIARRAY)}"
         )
     if len(raw) == 0:
         return ArraySeries(raw.topic, raw.timestamps.copy(), np.zeros((0, 0)))
-    sizes = {len(r) for r in raw.data}
-    labels: tuple[str, ...] = ()
-    if len(sizes) == 1:
-        try:
-            layout = _cdr.parse_float64_multiarray_layout(raw.data[0])
-            matrix = _cdr.stack(raw.data, layout.size)
-            if bool(np.all(_cdr.matches(layout, matrix))):
-                msg = deserialize(raw.data[0], FLOAT64_MULTIARRAY)
-                labels = tuple(d.label for d in msg.layout.dim)
-                data = _cdr.decode_block(layout, matrix, "data")
-                return ArraySeries(raw.topic, raw.timestamps.copy(), data[:, int(msg.layout.data_offset) :], labels)
-        except ValueError:
-            pass
-    rows = []
-    for k, r in enumerate(raw.data):
-        msg = deserialize(r, FLOAT64_MULTIARRAY)
-        rows.append(np.asarray(msg.data, dtype=np.float64)[int(msg.layout.data_offset) :])
-        if k == 0:
-            labels = tuple(d.label for d in msg.layout.dim)
-        elif rows[-1].size != rows[0].size:
-            raise BagError(f"topic {raw.topic}: message {k} has {rows[-1].size} values, message 0 has {rows[0].size}")
-    return ArraySeries(raw.topic, raw.timestamps.copy(), np.array(rows), labels)
+    groups, rest = _cdr.group_by_layout(raw.data, _cdr.parse_float64_multiarray)
+    rows: list[tuple[int, tuple[str, ...], NDArray[np.intp], FloatArray]] = []
+    for g in groups:
+        values = _cdr.decode_block(g.head.layout, g.matrix, "data")[:, g.head.data_offset :]
+        rows.append((int(g.rows[0]), tuple(d[0] for d in g.head.dims), g.rows, values))
+    for r in rest.tolist():
+        msg = deserialize(raw.data[r], FLOAT64_MULTIARRAY, _where(raw, r))
+        values = np.asarray(msg.data, dtype=np.float64)[int(msg.layout.data_offset) :].reshape(1, -1)
+        rows.append((r, tuple(d.label for d in msg.layout.dim), np.array([r], dtype=np.intp), values))
+    rows.sort(key=lambda item: item[0])
+    width = rows[0][3].shape[1]
+    data = np.empty((len(raw), width))
+    for first, _, where, values in rows:
+        if values.shape[1] != width:
+            raise BagError(f"topic {raw.topic}: message {first} has {values.shape[1]} values, message 0 has {width}")
+        data[where] = values
+    return ArraySeries(raw.topic, raw.timestamps.copy(), data, rows[0][1])
 
 
 @dataclass(frozen=True)
@@ -458,7 +500,7 @@ def decode_joint_trajectories(raw: RawTopic) -> list[TrajectoryMessage]:
         raise BagError(f"topic {raw.topic} has type {short_type(raw.msgtype)}, expected {short_type(JOINT_TRAJECTORY)}")
     out = []
     for k, (timestamp, data) in enumerate(zip(raw.timestamps, raw.data, strict=True)):
-        msg = deserialize(data, JOINT_TRAJECTORY)
+        msg = deserialize(data, JOINT_TRAJECTORY, _where(raw, k))
         names = tuple(msg.joint_names)
         where = f"topic {raw.topic}, message {k}"
         if not msg.points:
