@@ -12,19 +12,36 @@ import ast
 import difflib
 import math
 import operator
+import os
 import re
+import sys
+import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import ModelError
+from ..errors import ModelWarning as ModelWarning  # re-exported (it lives in robot_dynamics.errors)
 from ..model import FloatArray, rpy_matrix
 
+INERTIA_RELATIVE_TOLERANCE = 1e-9  # of the inertia's scale (sum of the absolute principal moments)
+INERTIA_ABSOLUTE_TOLERANCE = 1e-12  # kg m^2: round-off in tiny links (e.g. +-2.4e-35 principal moments)
 
-class ModelWarning(UserWarning):
-    """A robot description loaded, but something in it deserves attention (massless links, ...)."""
+
+_PACKAGE_DIRECTORY = str(Path(__file__).resolve().parents[1]) + os.sep
+
+
+def warn(message: str) -> None:
+    """A :class:`ModelWarning` attributed to the first caller outside robot_dynamics (no library paths)."""
+    level = 2  # stacklevel 2 is warn's caller
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRECTORY):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    warnings.warn(message, ModelWarning, stacklevel=level)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -204,24 +221,27 @@ def inertia_problem(inertia: FloatArray) -> str | None:
     return inertia_triangle_problem(inertia)
 
 
-def _tolerance(inertia: FloatArray) -> float:
-    return 1e-9 * float(np.max(np.abs(inertia))) + 1e-300
+def inertia_tolerance(inertia: FloatArray) -> float:
+    """Tolerance of the inertia checks: ``1e-9`` x the inertia's scale (the trace for a physical
+    inertia; the sum of the absolute principal moments in general) plus ``1e-12`` kg m^2."""
+    moments = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    return INERTIA_RELATIVE_TOLERANCE * float(np.sum(np.abs(moments))) + INERTIA_ABSOLUTE_TOLERANCE
 
 
 def inertia_definiteness_problem(inertia: FloatArray) -> str | None:
     if not np.all(np.isfinite(inertia)):
         return "has non-finite entries"
-    if np.max(np.abs(inertia - inertia.T)) > _tolerance(inertia):
+    if np.max(np.abs(inertia - inertia.T)) > inertia_tolerance(inertia):
         return "is not symmetric"
     moments = np.linalg.eigvalsh(inertia)
-    if moments[0] < -_tolerance(inertia):
+    if moments[0] < -inertia_tolerance(inertia):
         return f"is not positive semi-definite (principal moments {_fmt(moments)})"
     return None
 
 
 def inertia_triangle_problem(inertia: FloatArray) -> str | None:
     moments = np.sort(np.linalg.eigvalsh(inertia))
-    if moments[0] + moments[1] < moments[2] - _tolerance(inertia):
+    if moments[0] + moments[1] < moments[2] - inertia_tolerance(inertia):
         diagonal = np.diag(inertia)
         return (
             "violates the triangle inequality (Ixx + Iyy >= Izz and its permutations, for the principal "
