@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 from engine_reference import EXAMPLE_ROBOTS
-from models_reference import link_frames, mass_matrix, rnea
+from models_reference import compare_with_pinocchio, link_frames, pinocchio_q
 
-from robot_dynamics.dynamics import inertia_matrix, inverse_dynamics
 from robot_dynamics.errors import ModelError
 from robot_dynamics.io import ModelWarning, load_robot, loads_urdf
 from robot_dynamics.model import JointFriction, RobotModel
@@ -109,56 +108,6 @@ def load_synthetic(text: str = SYNTHETIC, **kwargs: Any) -> RobotModel:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ModelWarning)
         return loads_urdf(text, **kwargs)
-
-
-def pinocchio_q(reduced: object, q: np.ndarray) -> np.ndarray:
-    """Pinocchio configuration of joint angles q (continuous joints are (cos, sin))."""
-    values: list[float] = []
-    for i, qi in enumerate(q):
-        if reduced.joints[i + 1].nq == 2:  # type: ignore[attr-defined]
-            values += [math.cos(qi), math.sin(qi)]
-        else:
-            values.append(float(qi))
-    return np.array(values)
-
-
-def reduced_pinocchio(full: object, model: RobotModel, lock_q: np.ndarray | None = None) -> object:
-    """Pinocchio reduced to the model's joints, the others locked at ``lock_q`` (default: neutral)."""
-    lock = [i for i in range(1, full.njoints) if full.names[i] not in model.joint_names]  # type: ignore[attr-defined]
-    q = pin.neutral(full) if lock_q is None else lock_q
-    reduced = pin.buildReducedModel(full, lock, q) if lock else full
-    assert list(reduced.names)[1:] == model.joint_names
-    return reduced
-
-
-def compare_with_pinocchio(
-    model: RobotModel, full: object, states: int, seed: int = 0, lock_q: np.ndarray | None = None
-) -> tuple[float, float]:
-    """Max relative errors of RNEA and CRBA between the model and Pinocchio.
-
-    The model side is computed twice: by the reference Newton-Euler of ``models_reference`` one state
-    at a time, and by the engine (``robot_dynamics.dynamics``, batched, rigid body only).
-    """
-    reduced = reduced_pinocchio(full, model, lock_q)
-    reduced.gravity.linear = model.gravity  # world = URDF root frame  # type: ignore[attr-defined]
-    data = reduced.createData()  # type: ignore[attr-defined]
-    rng = np.random.default_rng(seed)
-    q = rng.uniform(-math.pi, math.pi, (states, model.dof))
-    qd, qdd = rng.normal(size=q.shape), rng.normal(size=q.shape)
-    tau_engine = inverse_dynamics(model, q, qd, qdd, friction=False, motor_inertia=False)
-    m_engine = inertia_matrix(model, q, motor_inertia=False)
-    err_tau = err_m = 0.0
-    for k in range(states):
-        qp = pinocchio_q(reduced, q[k])
-        tau_pin = pin.rnea(reduced, data, qp, qd[k], qdd[k])
-        m_pin = pin.crba(reduced, data, qp)
-        m_pin = np.triu(m_pin) + np.triu(m_pin, 1).T
-        scale_tau, scale_m = max(1.0, np.max(np.abs(tau_pin))), max(1.0, np.max(np.abs(m_pin)))
-        for tau in (rnea(model, q[k], qd[k], qdd[k]), tau_engine[k]):
-            err_tau = max(err_tau, float(np.max(np.abs(tau - tau_pin)) / scale_tau))
-        for m in (mass_matrix(model, q[k]), m_engine[k]):
-            err_m = max(err_m, float(np.max(np.abs(m - m_pin)) / scale_m))
-    return err_tau, err_m
 
 
 # ----------------------------------------------------------------------------------------------

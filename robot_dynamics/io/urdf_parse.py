@@ -286,9 +286,10 @@ def read_tree(root: etree._Element, source: str) -> Tree:
         _check_joint(element, source, tree, names)
     for joint in tree.joints:
         if joint.mimic is not None and joint.mimic.joint not in names:
+            hint = suggest(joint.mimic.joint, names - {joint.name})
             warn(
-                f"{source}: joint[{joint.name}]/mimic@joint: unknown joint {joint.mimic.joint!r}"
-                f"{suggest(joint.mimic.joint, names)}; the <mimic> is ignored (the joint moves on its own)"
+                f"{source}: joint[{joint.name}]/mimic@joint: unknown joint {joint.mimic.joint!r}{hint}; "
+                "the <mimic> is ignored (the joint moves on its own)"
             )
             joint.mimic = None
     _cross_check_with_yourdfpy(root, source, tree)
