@@ -12,7 +12,6 @@ and side branches are known too.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -20,9 +19,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model import FloatArray, Inertial, Joint, RobotModel, axis_angle_matrix
-from .validation import suggest
-
-LOCK_TOLERANCE = 1e-9  # rad or m beyond a limit still accepted for a locked position
+from .validation import require_lock_position, suggest
 
 
 def _motion(model: RobotModel, i: int, position: float) -> FloatArray:
@@ -33,6 +30,13 @@ def _motion(model: RobotModel, i: int, position: float) -> FloatArray:
     else:
         motion[:3, :3] = axis_angle_matrix(joint.axis, position)
     return motion
+
+
+def _merged(a: Inertial, b: Inertial) -> Inertial:
+    """Two bodies in one frame joined rigidly (massless ones keep their inertia)."""
+    if a.mass + b.mass == 0.0:
+        return Inertial(0.0, a.com, a.inertia + b.inertia)
+    return a + b
 
 
 def check_positions(model: RobotModel, locked: Mapping[str, float], source: str) -> dict[str, float]:
@@ -48,19 +52,8 @@ def check_positions(model: RobotModel, locked: Mapping[str, float], source: str)
                 "locked_joints",
                 f"unknown joint {name!r}{suggest(str(name), names)} (joints: {', '.join(names)})",
             )
-        where = f"locked_joints[{name}]"
-        try:
-            position = float(value)
-        except (TypeError, ValueError):
-            raise ModelError(source, where, f"expected a position (rad or m), got {value!r}") from None
-        if not math.isfinite(position):
-            raise ModelError(source, where, f"must be finite, got {position}")
         limits = model.joints[names.index(name)].limits
-        if not limits.lower - LOCK_TOLERANCE <= position <= limits.upper + LOCK_TOLERANCE:
-            raise ModelError(
-                source, where, f"{position:g} is outside the joint's limits [{limits.lower:g}, {limits.upper:g}]"
-            )
-        result[name] = position
+        result[name] = require_lock_position(value, limits.lower, limits.upper, source, f"locked_joints[{name}]")
     return result
 
 
@@ -85,7 +78,7 @@ def lock_joints(model: RobotModel, locked: Mapping[str, float], source: str | No
             continue
         carried = carried @ joint.origin @ _motion(model, i, positions[joint.name])
         if kept_link is not None:
-            kept_link = kept_link + joint.link.transformed(carried)
+            kept_link = _merged(kept_link, joint.link.transformed(carried))
     if kept_link is not None:
         joints[-1] = replace(joints[-1], link=kept_link)
     keep = [k for k, joint in enumerate(model.joints) if joint.name not in positions]

@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,9 +28,7 @@ import numpy as np
 from ..errors import ModelError
 from ..model import FloatArray, axis_angle_matrix
 from .urdf_parse import JointData, Tree
-from .validation import suggest
-
-LOCK_TOLERANCE = 1e-9  # rad or m beyond a limit still accepted for a locked position
+from .validation import require_lock_position, suggest
 
 
 @dataclass
@@ -78,16 +75,7 @@ def check_locked(tree: Tree, source: str, locked: Mapping[str, float] | None) ->
             raise ModelError(
                 source, where, f"joint {name!r} is {joint.type}: only revolute, continuous and prismatic joints lock"
             )
-        try:
-            position = float(value)
-        except (TypeError, ValueError):
-            raise ModelError(source, where, f"expected a position (rad or m), got {value!r}") from None
-        if not math.isfinite(position):
-            raise ModelError(source, where, f"must be finite, got {position}")
-        lower, upper = joint.limits.lower, joint.limits.upper
-        if not lower - LOCK_TOLERANCE <= position <= upper + LOCK_TOLERANCE:
-            raise ModelError(source, where, f"{position:g} is outside the joint's limits [{lower:g}, {upper:g}]")
-        result[name] = position
+        result[name] = require_lock_position(value, joint.limits.lower, joint.limits.upper, source, where)
     return result
 
 

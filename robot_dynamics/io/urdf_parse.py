@@ -92,12 +92,12 @@ def numbers(
     if len(parts) != count:
         raise ModelError(source, where, f"expected {count} number{'s' if count > 1 else ''}, got {text!r}")
     try:
-        values = np.array([float(p) for p in parts])
+        values = [float(p) for p in parts]
     except ValueError:
         raise ModelError(source, where, f"not a number: {text!r}") from None
-    if not np.all(np.isfinite(values)):
+    if not all(math.isfinite(v) for v in values):
         raise ModelError(source, where, f"must be finite, got {text!r}")
-    return values
+    return np.array(values)
 
 
 def number(element: etree._Element, attribute: str, source: str, path: str, default: str | None = None) -> float:
