@@ -139,6 +139,21 @@ def test_mimic_errors_say_what_to_lock() -> None:
         loads_urdf(unknown_master, tip_link="tool")
 
 
+def test_mimic_cycles_and_explicit_locks_of_mimic_joints() -> None:
+    cycle = MIMIC.replace(
+        '<parent link="l3"/><child link="finger_a_link"/>',
+        '<parent link="l3"/><child link="finger_a_link"/><mimic joint="finger_b_tip"/>',
+    )
+    held = quiet(cycle, tip_link="tool")  # a <mimic> loop off the chain terminates (held at the offsets)
+    assert held.joint_names == ["j1", "j2", "j3"]
+    locked = quiet(cycle, tip_link="tool", locked_joints={"finger_a": 0.01, "finger_b": 0.04})
+    b = 0.04  # explicit wins over finger_a's mimic rule; the tip follows finger_b
+    positions = {"finger_a": 0.01, "finger_b": b, "finger_b_tip": -20 * b + 0.1}
+    full = pin.buildModelFromXML(MIMIC)
+    err_tau, err_m = compare_with_pinocchio(locked, full, states=5, lock_q=pinocchio_lock_q(full, positions))
+    assert err_tau < 1e-12 and err_m < 1e-12
+
+
 @pytest.mark.parametrize(
     ("locked", "message"),
     [

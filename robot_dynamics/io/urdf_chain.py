@@ -3,7 +3,8 @@
 * ``base_link`` defaults to the root link.
 * ``locked_joints`` ``{name: position}`` (rad or m) turns movable joints into fixed ones at the
   given position; a mimic joint whose master is locked (directly or through other mimic joints) is
-  locked at ``multiplier * position + offset``.
+  locked at ``multiplier * position + offset`` (a mimic joint named in ``locked_joints`` keeps the
+  position given there).
 * ``tip_link`` defaults to the leaf links below the base that are reached through movable joints:
   a leaf whose movable joints are a subset of another leaf's is rigidly attached to that leaf's
   chain (a sensor, a cover, a tool frame) and is not a candidate; if the remaining leaves all have
