@@ -172,6 +172,12 @@ def test_mimic_cycles_and_explicit_locks_of_mimic_joints() -> None:
         ),
         ({"panda_finger_joint1": "open"}, "panda.urdf: locked_joints[panda_finger_joint1]: expected a position"),
         ({"panda_finger_joint1": math.nan}, "panda.urdf: locked_joints[panda_finger_joint1]: must be finite"),
+        ({"panda_finger_joint1": True}, "panda.urdf: locked_joints[panda_finger_joint1]: expected a position"),
+        (["panda_finger_joint1"], "panda.urdf: locked_joints: expected a mapping joint name -> position"),
+        (
+            {f"panda_joint{k}": 0.0 for k in range(1, 8)} | {"panda_joint4": -1.0, "panda_finger_joint1": 0.0},
+            "panda.urdf: tip_link: no movable joint below base link 'panda_link0'",
+        ),
     ],
 )
 def test_locked_joint_errors_name_the_field(locked: dict[str, object], message: str) -> None:
