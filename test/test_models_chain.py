@@ -158,8 +158,9 @@ def test_mimic_cycles_and_explicit_locks_of_mimic_joints() -> None:
     ("locked", "message"),
     [
         (
-            {"panda_finger_joint": 0.0},
-            "panda.urdf: locked_joints: unknown joint 'panda_finger_joint' (did you mean 'panda_finger_joint",
+            {"panda_fnger_joint1": 0.0},
+            "panda.urdf: locked_joints: unknown joint 'panda_fnger_joint1' (did you mean 'panda_finger_joint1'?) "
+            "(movable joints: panda_joint1, ",
         ),
         (
             {"panda_hand_joint": 0.0},
