@@ -15,6 +15,7 @@ checks that the documentation holds every row.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Mapping
@@ -154,7 +155,9 @@ def reference_positions(path: Path, locked: Mapping[str, float]) -> dict[str, fl
     return {name: position(name) for name in names}
 
 
+@functools.cache
 def load(file: str) -> tuple[RobotModel, list[str]]:
+    """The model of ``file`` with the table's options and its warnings (each URDF is loaded once)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = load_robot(EXAMPLE_ROBOTS / file, **TABLE[file])
@@ -209,9 +212,7 @@ def test_loads_with_the_table_options_and_agrees_with_pinocchio(file: str) -> No
 
 def test_docs_hold_the_table() -> None:
     text = DOCS.read_text(encoding="utf-8")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ModelWarning)
-        rows = [table_row(file, load_robot(EXAMPLE_ROBOTS / file, **TABLE[file])) for file in sorted(TABLE)]
+    rows = [table_row(file, load(file)[0]) for file in sorted(TABLE)]
     missing = [row for row in rows if row not in text]
     assert not missing, (
         "docs/models.md lacks (regenerate: python test/test_models_example_robot_data.py):\n" + "\n".join(missing)
@@ -226,7 +227,7 @@ def main() -> None:
     print("| robot file | chain (base → tip) | joints | options |")
     print("|---|---|---|---|")
     for file in sorted(TABLE):
-        print(table_row(file, load_robot(EXAMPLE_ROBOTS / file, **TABLE[file])))
+        print(table_row(file, load(file)[0]))
     print()
     print("| file without a serial chain | why |")
     print("|---|---|")
