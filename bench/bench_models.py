@@ -6,9 +6,11 @@ Rows (best of ``--repeat``, milliseconds per load; the first import of yourdfpy 
 
 * ``puma560 DH YAML``: ``load_robot("puma560")`` (YAML parse, validation, ``from_dh``) vs Robotics
   Toolbox ``rtb.models.DH.Puma560()`` (a Python class, no file);
-* ``<arm> URDF file``: ``load_robot(path, tip_link=...)`` (safe lxml parse, validation, yourdfpy
-  cross-check, chain selection, body merging) vs ``yourdfpy.URDF.load`` without meshes or scene graph
-  and vs ``pinocchio.buildModelFromUrdf`` (C++ urdfdom);
+* ``<arm> URDF file``: ``load_robot(path, tip_link=..., locked_joints=...)`` (safe lxml parse,
+  validation, yourdfpy cross-check, chain selection, locked/mimic joints, body merging) vs
+  ``yourdfpy.URDF.load`` without meshes or scene graph, vs ``pinocchio.buildModelFromUrdf`` (C++
+  urdfdom) and vs ``buildModelFromUrdf`` + ``buildReducedModel`` to the same chain (what a
+  Pinocchio user does to get the same serial chain; the humanoids merge every other limb);
 * ``export puma560``: ``model_to_urdf`` (with visuals) and the DH -> URDF -> model round trip.
 
 The ratio column is robot_dynamics / reference. Loading happens once per node start, so these are
@@ -24,6 +26,7 @@ import timeit
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from robot_dynamics import load_robot
 from robot_dynamics.io import ModelWarning, loads_urdf, model_to_urdf
@@ -35,10 +38,12 @@ ROBOTS = Path(
         )
     )
 )
-ARMS = [
-    ("panda", "panda_description/urdf/panda.urdf", "panda_hand_tcp"),
-    ("ur5", "ur_description/urdf/ur5_robot.urdf", "tool0"),
-    ("baxter (left arm)", "baxter_description/urdf/baxter.urdf", "left_gripper"),
+ARMS: list[tuple[str, str, dict[str, Any]]] = [
+    ("panda", "panda_description/urdf/panda.urdf", {"locked_joints": {"panda_finger_joint1": 0.0}}),
+    ("ur5", "ur_description/urdf/ur5_robot.urdf", {}),
+    ("baxter (left arm)", "baxter_description/urdf/baxter.urdf", {"tip_link": "left_gripper"}),
+    ("icub (left arm)", "icub_description/robots/icub.urdf", {"tip_link": "l_hand"}),
+    ("talos (left arm)", "talos_data/robots/talos_full_v2.urdf", {"tip_link": "gripper_left_base_link"}),
 ]
 
 
@@ -67,9 +72,10 @@ def main() -> None:
             best_ms(rtb.models.DH.Puma560, args.repeat),
         )
     )
-    for label, file, tip in ARMS:
+    for label, file, options in ARMS:
         path = ROBOTS / file
-        ours = best_ms(lambda p=path, t=tip: load_robot(p, tip_link=t), args.repeat)
+        ours = best_ms(lambda p=path, o=options: load_robot(p, **o), args.repeat)
+        chain = load_robot(path, **options).joint_names
         data = path.read_bytes()
         plain = best_ms(
             lambda d=data: yourdfpy.URDF.load(
@@ -78,8 +84,15 @@ def main() -> None:
             args.repeat,
         )
         pinocchio = best_ms(lambda p=path: pin.buildModelFromUrdf(str(p)), args.repeat)
+
+        def reduced(p: Path = path, keep: list[str] = chain) -> object:
+            full = pin.buildModelFromUrdf(str(p))
+            lock = [i for i in range(1, full.njoints) if full.names[i] not in keep]
+            return pin.buildReducedModel(full, lock, pin.neutral(full))
+
         rows.append((f"{label} URDF file", ours, "yourdfpy.URDF.load", plain))
         rows.append((f"{label} URDF file", ours, "pin.buildModelFromUrdf", pinocchio))
+        rows.append((f"{label} URDF file", ours, "pin build + buildReducedModel", best_ms(reduced, args.repeat)))
     puma = load_robot("puma560")
     text = model_to_urdf(puma)
     export = best_ms(lambda: model_to_urdf(puma), args.repeat)

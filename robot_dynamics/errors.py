@@ -22,5 +22,14 @@ class ModelError(RobotDynamicsError):
         super().__init__(f"{where}: {problem}")
 
 
+class ModelWarning(UserWarning):
+    """A robot description loaded, but something in it deserves attention (massless links, ...).
+
+    The message is plain text naming the file and the element (never a source path), e.g.
+    ``tiago.urdf: link[base_antenna_left_link]/inertial/inertia: is not positive semi-definite ...``;
+    command-line tools print it as ``robot-dynamics: warning: <message>``.
+    """
+
+
 class StateError(RobotDynamicsError):
     """A joint state / trajectory / torque input has the wrong shape, non-finite values or unknown joints."""

@@ -7,8 +7,11 @@ books' closed forms) without depending on the engine under test.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from robot_dynamics.dynamics import inertia_matrix, inverse_dynamics
 from robot_dynamics.model import RobotModel, axis_angle_matrix
 
 
@@ -94,3 +97,68 @@ def mass_matrix(model: RobotModel, q: np.ndarray) -> np.ndarray:
 def gravity_torques(model: RobotModel, q: np.ndarray) -> np.ndarray:
     zero = np.zeros(model.dof)
     return rnea(model, q, zero, zero)
+
+
+# ----------------------------------------------------------------------------------------------
+# Pinocchio (buildModelFromUrdf reduced to the chain: buildReducedModel locks the other joints)
+# ----------------------------------------------------------------------------------------------
+def pinocchio_q(reduced: object, q: np.ndarray) -> np.ndarray:
+    """Pinocchio configuration of joint angles q (continuous joints are (cos, sin))."""
+    values: list[float] = []
+    for i, qi in enumerate(q):
+        if reduced.joints[i + 1].nq == 2:  # type: ignore[attr-defined]
+            values += [math.cos(qi), math.sin(qi)]
+        else:
+            values.append(float(qi))
+    return np.array(values)
+
+
+def reduced_pinocchio(full: object, model: RobotModel, lock_q: np.ndarray | None = None) -> object:
+    """Pinocchio reduced to the model's joints, the others locked at ``lock_q`` (default: neutral)."""
+    import pinocchio as pin
+
+    lock = [i for i in range(1, full.njoints) if full.names[i] not in model.joint_names]  # type: ignore[attr-defined]
+    q = pin.neutral(full) if lock_q is None else lock_q
+    # buildReducedModel looks frames up by name: rename the non-joint frames that share a joint's name
+    # (a link called like its joint, as in ANYmal C) so the lookup is unique
+    names = [frame.name for frame in full.frames]  # type: ignore[attr-defined]
+    for i, frame in enumerate(full.frames):  # type: ignore[attr-defined]
+        if names.count(frame.name) > 1 and frame.type != pin.FrameType.JOINT:
+            frame.name = f"{frame.name}__{frame.type}"
+            full.frames[i] = frame  # type: ignore[attr-defined]
+    reduced = pin.buildReducedModel(full, lock, q) if lock else full
+    assert list(reduced.names)[1:] == model.joint_names
+    return reduced
+
+
+def compare_with_pinocchio(
+    model: RobotModel, full: object, states: int, seed: int = 0, lock_q: np.ndarray | None = None
+) -> tuple[float, float]:
+    """Max relative errors of RNEA and CRBA between the model and Pinocchio.
+
+    The model side is computed twice: by the reference Newton-Euler above one state at a time, and
+    by the engine (``robot_dynamics.dynamics``, batched, rigid body only). Errors are relative to
+    ``max(1, max |reference|)`` per state.
+    """
+    import pinocchio as pin
+
+    reduced = reduced_pinocchio(full, model, lock_q)
+    reduced.gravity.linear = model.gravity  # world = URDF root frame  # type: ignore[attr-defined]
+    data = reduced.createData()  # type: ignore[attr-defined]
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-math.pi, math.pi, (states, model.dof))
+    qd, qdd = rng.normal(size=q.shape), rng.normal(size=q.shape)
+    tau_engine = inverse_dynamics(model, q, qd, qdd, friction=False, motor_inertia=False)
+    m_engine = inertia_matrix(model, q, motor_inertia=False)
+    err_tau = err_m = 0.0
+    for k in range(states):
+        qp = pinocchio_q(reduced, q[k])
+        tau_pin = pin.rnea(reduced, data, qp, qd[k], qdd[k])
+        m_pin = pin.crba(reduced, data, qp)
+        m_pin = np.triu(m_pin) + np.triu(m_pin, 1).T
+        scale_tau, scale_m = max(1.0, np.max(np.abs(tau_pin))), max(1.0, np.max(np.abs(m_pin)))
+        for tau in (rnea(model, q[k], qd[k], qdd[k]), tau_engine[k]):
+            err_tau = max(err_tau, float(np.max(np.abs(tau - tau_pin)) / scale_tau))
+        for m in (mass_matrix(model, q[k]), m_engine[k]):
+            err_m = max(err_m, float(np.max(np.abs(m - m_pin)) / scale_m))
+    return err_tau, err_m

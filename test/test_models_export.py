@@ -179,7 +179,7 @@ def test_cli_info_on_a_urdf_and_errors(capsys: pytest.CaptureFixture[str]) -> No
     assert (
         "robot-dynamics info: error: puma56: not a bundled robot (did you mean 'puma560'?)" in capsys.readouterr().err
     )
-    assert main(["info", str(path)]) == 2
+    assert main(["info", str(ROBOTS / "panda_description/urdf/panda.urdf")]) == 2
     assert "tip_link: the chain is ambiguous" in capsys.readouterr().err
 
 

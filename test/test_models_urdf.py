@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from engine_reference import EXAMPLE_ROBOTS
-from models_reference import link_frames, mass_matrix, rnea
+from models_reference import compare_with_pinocchio, link_frames, pinocchio_q
 
-from robot_dynamics.dynamics import inertia_matrix, inverse_dynamics
 from robot_dynamics.errors import ModelError
 from robot_dynamics.io import ModelWarning, load_robot, loads_urdf
 from robot_dynamics.model import JointFriction, RobotModel
@@ -103,57 +103,11 @@ SYNTHETIC = f"""<?xml version="1.0"?>
 """
 
 
-def load_synthetic(text: str = SYNTHETIC, **kwargs: str) -> RobotModel:
+def load_synthetic(text: str = SYNTHETIC, **kwargs: Any) -> RobotModel:
     kwargs.setdefault("tip_link", "tool")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ModelWarning)
         return loads_urdf(text, **kwargs)
-
-
-def pinocchio_q(reduced: object, q: np.ndarray) -> np.ndarray:
-    """Pinocchio configuration of joint angles q (continuous joints are (cos, sin))."""
-    values: list[float] = []
-    for i, qi in enumerate(q):
-        if reduced.joints[i + 1].nq == 2:  # type: ignore[attr-defined]
-            values += [math.cos(qi), math.sin(qi)]
-        else:
-            values.append(float(qi))
-    return np.array(values)
-
-
-def reduced_pinocchio(full: object, model: RobotModel) -> object:
-    lock = [i for i in range(1, full.njoints) if full.names[i] not in model.joint_names]  # type: ignore[attr-defined]
-    reduced = pin.buildReducedModel(full, lock, pin.neutral(full)) if lock else full
-    assert list(reduced.names)[1:] == model.joint_names
-    return reduced
-
-
-def compare_with_pinocchio(model: RobotModel, full: object, states: int, seed: int = 0) -> tuple[float, float]:
-    """Max relative errors of RNEA and CRBA between the model and Pinocchio.
-
-    The model side is computed twice: by the reference Newton-Euler of ``models_reference`` one state
-    at a time, and by the engine (``robot_dynamics.dynamics``, batched, rigid body only).
-    """
-    reduced = reduced_pinocchio(full, model)
-    reduced.gravity.linear = model.gravity  # world = URDF root frame  # type: ignore[attr-defined]
-    data = reduced.createData()  # type: ignore[attr-defined]
-    rng = np.random.default_rng(seed)
-    q = rng.uniform(-math.pi, math.pi, (states, model.dof))
-    qd, qdd = rng.normal(size=q.shape), rng.normal(size=q.shape)
-    tau_engine = inverse_dynamics(model, q, qd, qdd, friction=False, motor_inertia=False)
-    m_engine = inertia_matrix(model, q, motor_inertia=False)
-    err_tau = err_m = 0.0
-    for k in range(states):
-        qp = pinocchio_q(reduced, q[k])
-        tau_pin = pin.rnea(reduced, data, qp, qd[k], qdd[k])
-        m_pin = pin.crba(reduced, data, qp)
-        m_pin = np.triu(m_pin) + np.triu(m_pin, 1).T
-        scale_tau, scale_m = max(1.0, np.max(np.abs(tau_pin))), max(1.0, np.max(np.abs(m_pin)))
-        for tau in (rnea(model, q[k], qd[k], qdd[k]), tau_engine[k]):
-            err_tau = max(err_tau, float(np.max(np.abs(tau - tau_pin)) / scale_tau))
-        for m in (mass_matrix(model, q[k]), m_engine[k]):
-            err_m = max(err_m, float(np.max(np.abs(m - m_pin)) / scale_m))
-    return err_tau, err_m
 
 
 # ----------------------------------------------------------------------------------------------
@@ -232,22 +186,44 @@ def test_package_uris_are_not_resolved_and_yaml_path_detection(tmp_path: Path) -
         assert load_robot(other, tip_link="tool").dof == 3
 
 
-def test_panda_needs_a_tip_and_holds_the_fingers() -> None:
+def test_panda_fingers_are_ambiguous_until_locked() -> None:
     path = ROBOTS / "panda_description/urdf/panda.urdf"
     with pytest.raises(ModelError) as info:
         load_robot(path)
     assert str(info.value) == (
-        "panda.urdf: tip_link: the chain is ambiguous: several leaf links below 'panda_link0': "
-        "'panda_hand_tcp' (7 movable joints), 'panda_leftfinger' (8 movable joints), "
-        "'panda_rightfinger' (8 movable joints); pass tip_link"
+        "panda.urdf: tip_link: the chain is ambiguous: the leaf links below 'panda_link0' reach different movable "
+        "joints: 'panda_leftfinger' (8 movable joints), 'panda_rightfinger' (8 movable joints); pass tip_link "
+        "(or lock the joints where they differ with locked_joints)"
     )
     with pytest.warns(ModelWarning, match=r"held at zero .*panda_finger_joint1, panda_finger_joint2"):
         model = load_robot(path, tip_link="panda_hand_tcp")
     assert model.dof == 7
+    # finger joint 2 mimics finger joint 1: locking joint 1 locks both, and the three leaves share the chain
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        locked = load_robot(path, locked_joints={"panda_finger_joint1": 0.0})
+    assert locked.dof == 7 and locked.tip_link == "panda_hand"
+    assert locked.joints[-1].link.mass == pytest.approx(model.joints[-1].link.mass)
     with pytest.raises(
-        ModelError, match=r"panda\.urdf: joint\[panda_finger_joint2\]: mimic joints on the chain are unsupported"
+        ModelError,
+        match=r"panda\.urdf: joint\[panda_finger_joint2\]: mimic joints on the chain are unsupported \(it follows "
+        r"'panda_finger_joint1'\): lock it or 'panda_finger_joint1' with locked_joints, or choose another tip_link",
     ):
         load_robot(path, tip_link="panda_rightfinger")
+    with pytest.raises(
+        ModelError,
+        match=r"joint\[panda_finger_joint2\]: is a mimic joint following chain joint 'panda_finger_joint1', so the "
+        r"links it carries move on the chain",
+    ):
+        load_robot(path, tip_link="panda_leftfinger")
+    # an explicit position: both fingers open by 4 cm (mimic multiplier 1), Pinocchio locked the same way
+    opened = load_robot(path, locked_joints={"panda_finger_joint1": 0.04})
+    full = pin.buildModelFromUrdf(str(path))
+    q = pin.neutral(full)
+    for name in ("panda_finger_joint1", "panda_finger_joint2"):
+        q[full.joints[full.getJointId(name)].idx_q] = 0.04
+    err_tau, err_m = compare_with_pinocchio(opened, full, states=10, lock_q=q)
+    assert err_tau < 1e-12 and err_m < 1e-12
 
 
 # ----------------------------------------------------------------------------------------------
@@ -358,8 +334,8 @@ URDF_FAILURES = [
         "link[l1]/inertial/inertia@ixx: must be finite, got 'nan'",
     ),
     (
-        edit('ixx="0.004" ixy="0"', 'ixx="-0.004" ixy="0"'),
-        "link[spacer]/inertial/inertia: is not positive semi-definite",
+        edit('ixx="0.01" ixy="-0.001"', 'ixx="-0.01" ixy="-0.001"'),
+        "link[l2]/inertial/inertia: is not positive semi-definite (principal moments -0.0100",
     ),
     (
         edit('<origin xyz="0 0 0.3" rpy="0 0 0.1"/>', '<origin xyz="0 0.3" rpy="0 0 0.1"/>'),
@@ -391,7 +367,7 @@ URDF_FAILURES = [
     (edit('name="j2" type="continuous"', 'name="j2" type="planar"'), "joint[j2]: planar joints are unsupported"),
     (
         edit('<axis xyz="0.6 0 0.8"/>', '<axis xyz="0.6 0 0.8"/><mimic joint="j1" multiplier="2"/>'),
-        "joint[j2]: mimic joints on the chain are unsupported",
+        "joint[j2]: mimic joints on the chain are unsupported (it follows 'j1')",
     ),
     (
         edit("</robot>", '<robot_dynamics><joint name="j9"><motor inertia="1e-4"/></joint></robot_dynamics></robot>'),
@@ -423,13 +399,31 @@ def test_invalid_urdf_names_element(text: str, message: str) -> None:
     assert str(info.value).startswith("<robot_description>: ")
 
 
+def test_default_tip_skips_rigid_leaves_and_merges_leaves_sharing_the_chain() -> None:
+    # 'sensor' (on l1) has a subset of the movable joints: rigidly on the chain, not a candidate;
+    # 'cover' and 'tool' share j1, j2, j3: the tip is their deepest common link, l3
+    default = load_synthetic(tip_link=None)
+    assert default.tip_link == "l3" and default.joint_names == ["j1", "j2", "j3"]
+    np.testing.assert_array_equal(default.tool, np.eye(4))
+    to_tool = load_synthetic()
+    for a, b in zip(default.joints, to_tool.joints, strict=True):
+        assert a.link.mass == b.link.mass
+        np.testing.assert_array_equal(a.link.inertia, b.link.inertia)
+        np.testing.assert_array_equal(a.origin, b.origin)
+
+
 def test_chain_selection_errors() -> None:
+    sensor_moves = edit('<joint name="sensor_mount" type="fixed">', '<joint name="sensor_mount" type="continuous">')
     with pytest.raises(ModelError) as info:
-        loads_urdf(SYNTHETIC)
+        load_synthetic(sensor_moves, tip_link=None)
     assert str(info.value) == (
-        "<robot_description>: tip_link: the chain is ambiguous: several leaf links below 'base_link': "
-        "'sensor' (1 movable joints), 'cover' (3 movable joints), 'tool' (3 movable joints); pass tip_link"
+        "<robot_description>: tip_link: the chain is ambiguous: the leaf links below 'base_link' reach different "
+        "movable joints: 'sensor' (2 movable joints), 'cover' (3 movable joints), 'tool' (3 movable joints); pass "
+        "tip_link (or lock the joints where they differ with locked_joints)"
     )
+    # locking the sensor joint (or the chain's j2 and j3) resolves it
+    assert load_synthetic(sensor_moves, tip_link=None, locked_joints={"sensor_mount": 0.3}).tip_link == "l3"
+    assert load_synthetic(sensor_moves, tip_link=None, locked_joints={"j2": 0.0, "j3": 0.1}).tip_link == "sensor"
     with pytest.raises(ModelError, match=r"tip_link: unknown link 'tol' \(did you mean 'tool'\?\)"):
         loads_urdf(SYNTHETIC, tip_link="tol")
     with pytest.raises(ModelError, match=r"base_link: unknown link 'bas_link' \(did you mean 'base_link'\?\)"):

@@ -7,7 +7,10 @@ it is not the identity) and ``model.tool`` a fixed joint to the tool frame.
 
 What URDF cannot express (gravity, motor data, the full friction parameters, named poses) goes into
 a ``<robot_dynamics>`` element that other URDF tools ignore and :mod:`robot_dynamics.io.urdf` reads
-back, so DH YAML -> URDF -> model keeps the dynamics. Simple cylinders are added as visuals (bones
+back, so DH YAML -> URDF -> model keeps the dynamics. A link whose inertia violates the triangle
+inequality (published data kept as is: ``check_triangle_inequality: false`` in a DH file, or a URDF
+loaded with a warning) carries ``<robot_dynamics check_triangle_inequality="false"/>``, so loading
+the export back does not warn again. Simple cylinders are added as visuals (bones
 between the joint frames and one per joint axis) so RViz shows the arm.
 """
 
@@ -19,7 +22,7 @@ import numpy as np
 from lxml import etree
 
 from ..model import FloatArray, JointFriction, RobotModel
-from .validation import rotation_to_rpy
+from .validation import inertia_triangle_problem, rotation_to_rpy
 
 UNSPECIFIED_RATE = "0"  # URDF needs effort/velocity numbers; 0 = not specified (the loader reads inf)
 UNBOUNDED_TRAVEL = 1e9  # stands in for an infinite limit of a prismatic / one-sided revolute joint
@@ -160,6 +163,9 @@ def model_to_urdf(model: RobotModel, visuals: bool = True) -> str:
             iyz=_num(inertia[1, 2]),
             izz=_num(inertia[2, 2]),
         )
+        if inertia_triangle_problem(j.link.inertia) is not None:
+            # published as is (a DH file's check_triangle_inequality: false): loading it back stays silent
+            etree.SubElement(link, "robot_dynamics", check_triangle_inequality="false")
         if visuals:
             following = model.joints[i + 1].origin if i + 1 < model.dof else model.tool
             _cylinder(link, np.zeros(3), following[:3, 3], radius, "bone")

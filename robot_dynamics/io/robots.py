@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import ModelError
 from ..model import RobotModel
 from .dh_yaml import load_dh_yaml
+from .lock import lock_joints
 from .urdf import load_urdf, loads_urdf, looks_like_xml
 from .validation import suggest
 
@@ -60,20 +62,26 @@ def load_robot(
     source: str | os.PathLike[str] | RobotModel = DEFAULT_ROBOT,
     base_link: str | None = None,
     tip_link: str | None = None,
+    locked_joints: Mapping[str, float] | None = None,
 ) -> RobotModel:
     """Load a robot model.
 
     ``source``: a bundled robot name (``"puma560"``, see :func:`bundled_robots`), a DH YAML file,
     a URDF file, or URDF XML text (a ``robot_description``). ``base_link``/``tip_link`` choose the
-    chain of a URDF (see :mod:`robot_dynamics.io.urdf`). A :class:`RobotModel` is returned as is.
-    Errors are :class:`robot_dynamics.errors.ModelError` naming the file and the field.
+    chain of a URDF (see :mod:`robot_dynamics.io.urdf_chain`). ``locked_joints`` ``{joint: position}``
+    (rad or m) makes joints rigid at a position: for a URDF while choosing the chain (gripper
+    fingers, mimic joints follow their locked master), for a DH robot or a :class:`RobotModel` by
+    merging the locked joint's link into the previous one (:func:`robot_dynamics.io.lock.lock_joints`).
+    A :class:`RobotModel` without locked joints is returned as is. Errors are
+    :class:`robot_dynamics.errors.ModelError` naming the file and the field.
     """
+    locked = locked_joints or None
     if isinstance(source, RobotModel):
         if base_link is not None or tip_link is not None:
             raise ModelError(source.name, "base_link/tip_link", "only apply when loading a URDF")
-        return source
+        return lock_joints(source, locked, source.name) if locked else source
     if isinstance(source, str) and looks_like_xml(source):
-        return loads_urdf(source, base_link=base_link, tip_link=tip_link)
+        return loads_urdf(source, base_link=base_link, tip_link=tip_link, locked_joints=locked)
     text = os.fspath(source)
     if not isinstance(text, str):
         raise ModelError(repr(source), "", "expected a robot name, a file path or URDF XML text")
@@ -88,10 +96,11 @@ def load_robot(
         raise ModelError(text, "", f"no such file, and not URDF XML text{hint}")
     suffix = path.suffix.lower()
     if suffix in _URDF_SUFFIXES or (suffix not in _YAML_SUFFIXES and _starts_with_xml(path)):
-        return load_urdf(path, base_link=base_link, tip_link=tip_link)
+        return load_urdf(path, base_link=base_link, tip_link=tip_link, locked_joints=locked)
     if base_link is not None or tip_link is not None:
         raise ModelError(path.name, "base_link/tip_link", "only apply to URDF sources (a DH file is one chain)")
-    return load_dh_yaml(path)
+    model = load_dh_yaml(path)
+    return lock_joints(model, locked, path.name) if locked else model
 
 
 def _starts_with_xml(path: Path) -> bool:

@@ -12,19 +12,36 @@ import ast
 import difflib
 import math
 import operator
+import os
 import re
+import sys
+import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import ModelError
+from ..errors import ModelWarning as ModelWarning  # re-exported (it lives in robot_dynamics.errors)
 from ..model import FloatArray, rpy_matrix
 
+INERTIA_RELATIVE_TOLERANCE = 1e-9  # of the inertia's scale (sum of the absolute principal moments)
+INERTIA_ABSOLUTE_TOLERANCE = 1e-12  # kg m^2: round-off in tiny links (e.g. +-2.4e-35 principal moments)
 
-class ModelWarning(UserWarning):
-    """A robot description loaded, but something in it deserves attention (massless links, ...)."""
+
+_PACKAGE_DIRECTORY = str(Path(__file__).resolve().parents[1]) + os.sep
+
+
+def warn(message: str) -> None:
+    """A :class:`ModelWarning` attributed to the first caller outside robot_dynamics (no library paths)."""
+    level = 2  # stacklevel 2 is warn's caller
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRECTORY):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    warnings.warn(message, ModelWarning, stacklevel=level)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -204,24 +221,36 @@ def inertia_problem(inertia: FloatArray) -> str | None:
     return inertia_triangle_problem(inertia)
 
 
-def _tolerance(inertia: FloatArray) -> float:
-    return 1e-9 * float(np.max(np.abs(inertia))) + 1e-300
+def _principal_moments(inertia: FloatArray) -> FloatArray:
+    """Ascending principal moments of the symmetric part."""
+    return np.asarray(np.linalg.eigvalsh(0.5 * (inertia + inertia.T)), dtype=float)
+
+
+def _tolerance_of(moments: FloatArray) -> float:
+    return INERTIA_RELATIVE_TOLERANCE * float(np.sum(np.abs(moments))) + INERTIA_ABSOLUTE_TOLERANCE
+
+
+def inertia_tolerance(inertia: FloatArray) -> float:
+    """Tolerance of the inertia checks: ``1e-9`` x the inertia's scale (the trace for a physical
+    inertia; the sum of the absolute principal moments in general) plus ``1e-12`` kg m^2."""
+    return _tolerance_of(_principal_moments(inertia))
 
 
 def inertia_definiteness_problem(inertia: FloatArray) -> str | None:
     if not np.all(np.isfinite(inertia)):
         return "has non-finite entries"
-    if np.max(np.abs(inertia - inertia.T)) > _tolerance(inertia):
+    moments = _principal_moments(inertia)
+    tolerance = _tolerance_of(moments)
+    if np.max(np.abs(inertia - inertia.T)) > tolerance:
         return "is not symmetric"
-    moments = np.linalg.eigvalsh(inertia)
-    if moments[0] < -_tolerance(inertia):
+    if moments[0] < -tolerance:
         return f"is not positive semi-definite (principal moments {_fmt(moments)})"
     return None
 
 
 def inertia_triangle_problem(inertia: FloatArray) -> str | None:
-    moments = np.sort(np.linalg.eigvalsh(inertia))
-    if moments[0] + moments[1] < moments[2] - _tolerance(inertia):
+    moments = _principal_moments(inertia)
+    if moments[0] + moments[1] < moments[2] - _tolerance_of(moments):
         diagonal = np.diag(inertia)
         return (
             "violates the triangle inequality (Ixx + Iyy >= Izz and its permutations, for the principal "
@@ -229,6 +258,24 @@ def inertia_triangle_problem(inertia: FloatArray) -> str | None:
             f"(diagonal Ixx, Iyy, Izz = {_fmt(diagonal)}); no rigid body has this inertia"
         )
     return None
+
+
+LOCK_TOLERANCE = 1e-9  # rad or m beyond a limit still accepted for a locked joint position
+
+
+def require_lock_position(value: object, lower: float, upper: float, source: str, path: str) -> float:
+    """A locked joint's position (``locked_joints`` entry): a finite number inside ``[lower, upper]``."""
+    if isinstance(value, bool):
+        raise ModelError(source, path, f"expected a position (rad or m), got {value!r}")
+    try:
+        position = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ModelError(source, path, f"expected a position (rad or m), got {value!r}") from None
+    if not math.isfinite(position):
+        raise ModelError(source, path, f"must be finite, got {position}")
+    if not lower - LOCK_TOLERANCE <= position <= upper + LOCK_TOLERANCE:
+        raise ModelError(source, path, f"{position:g} is outside the joint's limits [{lower:g}, {upper:g}]")
+    return position
 
 
 def check_limits(lower: float, upper: float, source: str, path: str) -> None:
