@@ -121,7 +121,7 @@ def test_set_payload_changes_the_feedforward_torques_and_clearing_restores_them(
     efforts = Collector(client, JointState, "feedforward/efforts")
     diagnostics = Collector(client, DiagnosticArray, "/diagnostics")
     pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
-    set_payload = client.create_client(SetPayload, "set_payload")
+    set_payload = client.create_client(SetPayload, "feedforward_node/set_payload")
     wait_until(lambda: pub.get_subscription_count() >= 1, "the node's joint_states subscription")
     wait_until(lambda: efforts.subscription.get_publisher_count() >= 1, "the node's efforts publisher")
     stamps = itertools.count(1_000_000)
@@ -199,7 +199,7 @@ def test_set_payload_changes_the_services_d_h_c(context: Any, ros: tuple[Spinner
     client = spinner.add(client_node(context, ns))
     coefficients = client.create_client(GetDynamicsCoefficients, "get_dynamics_coefficients")
     inverse = client.create_client(InverseDynamics, "inverse_dynamics")
-    set_payload = client.create_client(SetPayload, "set_payload")
+    set_payload = client.create_client(SetPayload, "dynamics_service_node/set_payload")
     assert node.model is not None
     model = node.model
 

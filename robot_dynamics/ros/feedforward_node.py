@@ -13,6 +13,9 @@ Publishes, for each accepted joint state
     ``joints``), ready for ros2_control's ``effort_controllers/JointGroupEffortController``;
     ``feedforward/efforts`` (sensor_msgs/JointState): the same with joint names, ``effort`` = torques,
     ``position``/``velocity`` = the state they were computed for, ``header.stamp`` = the sample time.
+Serves
+    ``~/set_payload`` (robot_dynamics_interfaces/SetPayload): the payload held by the tool, changed at
+    run time without interrupting the joint-state loop (:mod:`.payload_service`).
 
 Torques: while a trajectory is active, the inverse dynamics (Newton–Euler, Fu 3.3-50..58) at the
 desired ``q, qd, qdd`` sampled at the joint state's stamp (node clock if zero), plus friction at the
@@ -165,7 +168,7 @@ class FeedforwardNode(RobotNode):
             JointState, "joint_states", self._on_joint_state, qos_from_name(str(self.param("joint_states_qos")))
         )
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, DATA_QOS)
-        self.create_service(SetPayload, "set_payload", self.payload_switch.serve)
+        self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
 
     # -- parameters -------------------------------------------------------------------------------
     def _set_friction(self, value: bool) -> None:

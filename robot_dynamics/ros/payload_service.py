@@ -1,25 +1,30 @@
-"""The ``set_payload`` service of the feed-forward and dynamics service nodes: a tool payload at run time.
+"""The private ``~/set_payload`` service of the feed-forward and dynamics service nodes: a tool payload.
 
 Request ``robot_dynamics_interfaces/SetPayload``: a ``geometry_msgs/Inertia`` in the tool frame (mass,
 centre of mass, inertia about the centre of mass); mass 0 clears the payload. The node's model becomes
 ``load_payload(unloaded, payload)`` (:mod:`robot_dynamics.payload`) without a restart; a new payload
-replaces the previous one.
+replaces the previous one. The name is private (``/<ns>/<node>/set_payload``) because both nodes have
+one and usually share a namespace.
 
 The swap and the native backend: a changed model has a new fingerprint, so its native library must be
-traced and compiled (about 1.5 s) unless it is cached. The service never makes the node wait for that:
+traced and compiled (1.5-3 s) unless it is cached. The service never makes a node wait for that:
 
 1. the loaded model is pinned to the Python backend (:func:`prepare` with ``"python"``) and its Python
-   programs are traced (a few ms), then it replaces the node's model — the response says so;
-2. when the node runs the native backend, a separate process compiles the loaded model's library into
-   the on-disk cache (a process, not a thread: tracing is Python and would share the interpreter lock
-   with the executor thread that serves joint states); this node's thread then loads it from the
-   cache (milliseconds) and switches the *same* model object to it. Torques are the same either way
-   (the native library rounds like the Python programs).
+   programs are traced (tens of ms) — in a worker thread for the feed-forward node, whose coroutine
+   callback awaits it while the executor keeps serving joint states with the previous model; then,
+   in the executor thread, it replaces the node's model and the response is sent (so a response means
+   "in effect");
+2. when the node runs the native backend, a child process builds the loaded model's library into the
+   on-disk cache (a process, not a thread: tracing is Python and would hold the interpreter lock the
+   executor needs — ``bench/bench_payload.py`` measures both); a thread of the node then loads it from
+   the cache (milliseconds) and switches the *same* model object to it. Torques are the same either
+   way (the native library rounds like the Python programs).
 
-Clearing (mass 0) returns the original model, whose backend was prepared at start-up. Diagnostics:
-``payload`` (the current payload), ``payload_backend`` (``native``, ``python``, ``python (native
-compiling)``), ``payload_swap_ms`` (service time of the last accepted request), ``payload_native_s``
-(seconds until the last payload ran natively).
+Clearing (mass 0) returns the original model, whose backend was prepared at start-up. A new robot model
+(``robot_description`` topic) clears the payload. Diagnostics: ``payload`` (the current payload),
+``payload_backend`` (``native``, ``python``, ``python (native compiling)``), ``payload_swap_ms`` (from
+request to swap, last accepted request), ``payload_native_s`` (from request to native, last payload),
+``payload_requests_accepted``.
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ SetPayload = _srv.SetPayload
 
 SOURCE = "set_payload request"
 _COMPILE = (
-    "import pickle, sys\n"
+    "import os, pickle, sys\n"
+    "os.nice(10)  # below the node: the build must not take CPU time from the joint-state loop\n"
     "from robot_dynamics.dynamics import prepare\n"
     "sys.exit(0 if prepare(pickle.load(sys.stdin.buffer), 'native') == 'native' else 3)\n"
 )

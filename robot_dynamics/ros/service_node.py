@@ -7,7 +7,9 @@ Services (relative names, remappable; definitions in ``robot_dynamics_interfaces
 * ``inverse_dynamics`` (InverseDynamics): joint torques with breakdown and optional tool wrench;
 * ``forward_dynamics`` (ForwardDynamics): joint accelerations from state + effort;
 * ``simulate_trajectory`` (SimulateTrajectory): forward-dynamics simulation sampled into a
-  ``trajectory_msgs/JointTrajectory``.
+  ``trajectory_msgs/JointTrajectory``;
+* ``~/set_payload`` (SetPayload, private name): the payload held by the tool, changed at run time
+  (:mod:`.payload_service`).
 
 Every response has ``success`` and ``message`` (the reason when ``success`` is false) and the joint
 names of its arrays (the model's order). Matrices are ``std_msgs/Float64MultiArray``, row-major, with
@@ -85,7 +87,8 @@ class DynamicsServiceNode(RobotNode):
         self.create_service(
             SimulateTrajectory, "simulate_trajectory", self._wrap("simulate_trajectory", self._simulate)
         )
-        self.create_service(SetPayload, "set_payload", self._wrap("set_payload", self._set_payload))
+        # private: the feed-forward node in the same namespace has its own
+        self.create_service(SetPayload, "~/set_payload", self._wrap("set_payload", self._set_payload))
 
     def _set_friction(self, value: bool) -> None:
         self.friction = bool(value)
