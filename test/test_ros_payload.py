@@ -18,6 +18,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
 
+from builtin_interfaces.msg import Duration  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import Inertia, Vector3  # noqa: E402
 from rclpy.node import Node  # noqa: E402
@@ -260,3 +261,164 @@ def test_payload_from_msg_reads_the_full_symmetric_tensor() -> None:
     with pytest.raises(ModelError, match=r"set_payload request: payload: mass: negative mass -2 kg"):
         payload_from_msg(inertia_msg(-2.0, COM, INERTIA))
     assert payload_from_msg(Inertia()).is_empty
+
+
+# ------------------------------------------------------------------------------------------------
+# Python backend, trajectories and a new robot_description
+# ------------------------------------------------------------------------------------------------
+def test_payload_keeps_the_trajectory_and_a_new_robot_description_clears_it(
+    context: Any, ros: tuple[Spinner, str]
+) -> None:
+    from std_msgs.msg import String
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from robot_dynamics.ros.common import ROBOT_DESCRIPTION_QOS
+
+    spinner, ns = ros
+    client = spinner.add(client_node(context, ns))
+    description = client.create_publisher(String, "robot_description", ROBOT_DESCRIPTION_QOS)
+    description.publish(String(data=robot_urdf()))
+    overrides = [
+        Parameter("use_robot_description_topic", value=True),
+        Parameter("tip_link", value="tool"),
+        Parameter("backend", value="python"),
+    ]
+    node = spinner.add(FeedforwardNode(namespace=ns, context=context, parameter_overrides=overrides))
+    assert isinstance(node, FeedforwardNode)
+    wait_until(lambda: node.model is not None, "the model from the robot_description topic")
+    first = node.model
+    assert first is not None
+    efforts = Collector(client, JointState, "feedforward/efforts")
+    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
+    traj_pub = client.create_publisher(JointTrajectory, "joint_trajectory", DATA_QOS)
+    set_payload = client.create_client(SetPayload, "feedforward_node/set_payload")
+    wait_until(lambda: pub.get_subscription_count() >= 1 and traj_pub.get_subscription_count() >= 1, "subscribers")
+    wait_until(lambda: efforts.subscription.get_publisher_count() >= 1, "the efforts publisher")
+
+    def torque(stamp: int, q: np.ndarray) -> np.ndarray:
+        msg = JointState(name=NAMES, position=q.tolist())
+        msg.header.stamp = ns_to_stamp(stamp)
+        pub.publish(msg)
+        wait_until(lambda: any(stamp_to_ns(m.header.stamp) == stamp for m in efforts.snapshot()), "the torque")
+        return next(np.asarray(m.effort) for m in efforts.snapshot() if stamp_to_ns(m.header.stamp) == stamp)
+
+    # a long trajectory, started at once: the node is tracking when the payload changes
+    traj = JointTrajectory(joint_names=NAMES)
+    traj.points = [
+        JointTrajectoryPoint(positions=[0.0] * 6, time_from_start=Duration(sec=0)),
+        JointTrajectoryPoint(positions=[0.5] * 6, time_from_start=Duration(sec=600)),
+    ]
+    traj_pub.publish(traj)
+    wait_until(lambda: node.pending is not None, "the trajectory accepted")
+    now = node.get_clock().now().nanoseconds
+    torque(now, np.zeros(6))
+    active = node.active
+    assert active is not None
+    res = call(set_payload, SetPayload.Request(payload=inertia_msg(MASS, COM, INERTIA)))
+    assert res.success and res.message.endswith("; python backend"), res.message
+    assert node.payload_switch.wait_settled(0.0)  # nothing is being built on the Python backend
+    assert node.active is active  # the payload changes the model, not what the node is doing
+    assert node.model is not None and payload_of(node.model).mass == MASS
+    # holding again (cancel), the loaded model's torques
+    traj_pub.publish(JointTrajectory())
+    wait_until(lambda: node.active is None and node.pending is None, "the cancellation")
+    q = RNG.uniform(-2.0, 2.0, 6)
+    loaded = with_payload(first, MASS, COM, INERTIA)
+    np.testing.assert_allclose(torque(now + 1, q), holding(loaded, q, np.zeros(6)), rtol=0, atol=1e-12)
+    # a new robot_description: a new robot, the payload is cleared
+    description.publish(String(data=robot_urdf()))
+    carrying = node.model
+    wait_until(lambda: node.model is not carrying, "the new model")
+    assert node.model is not None and node.model is not first
+    assert node.payload_switch.payload.is_empty and payload_of(node.model).is_empty
+    np.testing.assert_allclose(torque(now + 2, q), holding(first, q, np.zeros(6)), rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# PayloadSwitch without DDS: concurrent requests, a failing native build
+# ------------------------------------------------------------------------------------------------
+class _Logger:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, text: str) -> None:
+        self.lines.append(text)
+
+    warning = info
+
+
+class _FakeNode:
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.model: RobotModel | None = None
+        self.logger = _Logger()
+        self.rejected: list[str] = []
+
+    def get_logger(self) -> _Logger:
+        return self.logger
+
+    def reject(self, reason: str, detail: object) -> None:
+        self.rejected.append(str(detail))
+
+
+def _switch(backend: str, build: Any) -> tuple[Any, _FakeNode]:
+    from robot_dynamics.ros.payload_service import PayloadSwitch
+
+    node = _FakeNode(backend)
+
+    def install(model: RobotModel) -> None:
+        node.model = model
+
+    switch = PayloadSwitch(node, install, compile_native=build)
+    node.model = PUMA
+    switch.on_model(PUMA)
+    return switch, node
+
+
+def test_a_request_that_finishes_after_a_later_one_is_refused() -> None:
+    switch, node = _switch("python", lambda m: None)
+    first, second = switch._ticket(), switch._ticket()
+    payload, model, new = switch._loaded_model(SetPayload.Request(payload=inertia_msg(MASS, COM, INERTIA)))
+    switch._commit(payload, model, new, time.perf_counter(), second)
+    with pytest.raises(ModelError, match="superseded by a later set_payload request"):
+        switch._commit(payload, with_payload(PUMA, 1.0), True, time.perf_counter(), first)
+    assert node.model is model
+
+
+def test_a_failing_native_build_leaves_the_payload_on_python() -> None:
+    def broken(model: RobotModel) -> None:
+        raise RuntimeError("no compiler today")
+
+    switch, node = _switch("native", broken)
+    response = SetPayload.Response()
+    switch.handle(SetPayload.Request(payload=inertia_msg(MASS, COM, INERTIA)), response)
+    assert "python (native compiling)" in response.message
+    assert switch.wait_settled(30.0)
+    assert switch.backend.startswith("python (native build failed: no compiler today"), switch.backend
+    q = RNG.uniform(-2.0, 2.0, (4, 6))
+    loaded = with_payload(PUMA, MASS, COM, INERTIA)
+    assert node.model is not None
+    np.testing.assert_allclose(gravity_torques(node.model, q), gravity_torques(loaded, q), rtol=0, atol=1e-12)
+
+
+def test_a_superseded_native_build_does_not_touch_the_newer_state() -> None:
+    import threading
+
+    release = threading.Event()
+
+    def slow(model: RobotModel) -> None:
+        release.wait(30.0)
+
+    switch, node = _switch("native", slow)
+    switch.handle(SetPayload.Request(payload=inertia_msg(MASS, COM, INERTIA)), SetPayload.Response())
+    response = SetPayload.Response()
+    switch.handle(SetPayload.Request(payload=Inertia()), response)  # clear while the first one builds
+    assert "payload cleared; native backend" in response.message
+    assert node.model is PUMA and switch.backend == "native"
+    builders = [t for t in threading.enumerate() if t.name == "payload-native"]
+    assert builders
+    release.set()
+    for thread in builders:  # the first build returns and must leave the newer state alone
+        thread.join(30.0)
+        assert not thread.is_alive()
+    assert node.model is PUMA and switch.backend == "native" and switch.payload.is_empty

@@ -184,13 +184,13 @@ class PayloadSwitch:
             else:
                 self.backend = str(self.node.backend)
                 self._settled.set()
+            what = "cleared" if payload.is_empty else f"set: {payload.describe()}"
+            message = f"payload {what}; {self.backend} backend"  # before the build thread may change it
         self.swap_seconds = time.perf_counter() - t0
         if compiling:
             threading.Thread(
                 target=self._go_native, args=(model, generation, t0), name="payload-native", daemon=True
             ).start()
-        what = "cleared" if payload.is_empty else f"set: {payload.describe()}"
-        message = f"payload {what}; {self.backend} backend"
         self.node.get_logger().info(f"{message} ({self.swap_seconds * 1e3:.1f} ms)")
         return message
 
