@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import shutil
+import sys
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +28,7 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import Inertia, Vector3  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from ros_harness import Collector, Spinner, call, wait_until  # noqa: E402
+from ros_harness import Collector, NodeProcess, Spinner, call, wait_until  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from robot_dynamics.dynamics import coriolis_centrifugal, gravity_torques, inertia_matrix, inverse_dynamics  # noqa: E402
@@ -402,8 +407,6 @@ def test_a_failing_native_build_leaves_the_payload_on_python() -> None:
 
 
 def test_a_superseded_native_build_does_not_touch_the_newer_state() -> None:
-    import threading
-
     release = threading.Event()
 
     def slow(model: RobotModel) -> None:
@@ -422,3 +425,30 @@ def test_a_superseded_native_build_does_not_touch_the_newer_state() -> None:
         thread.join(30.0)
         assert not thread.is_alive()
     assert node.model is PUMA and switch.backend == "native" and switch.payload.is_empty
+
+
+# ------------------------------------------------------------------------------------------------
+# the executable: Ctrl-C while a payload's native library is being built
+# ------------------------------------------------------------------------------------------------
+def test_ctrl_c_during_a_native_build_is_a_clean_exit(context: Any) -> None:
+    """The build's child process and thread must not keep the node from stopping with status 0."""
+    candidates = [
+        Path(sys.prefix) / "lib" / "robot_dynamics" / "feedforward_node",
+        Path(sys.executable).parent / "feedforward_node",
+    ]
+    exe = next((str(c) for c in candidates if c.is_file()), None) or shutil.which("feedforward_node")
+    if exe is None:
+        pytest.fail("the feedforward_node executable is not installed (pip install -e .)")
+    ns = f"/payload_exit_{os.getpid()}"
+    node = NodeProcess([exe, "--ros-args", "-r", f"__ns:={ns}", "-p", "robot_config:=puma560"])
+    spinner = Spinner(context)
+    try:
+        with node:
+            client = spinner.add(Node("payload_exit_client", namespace=ns, context=context))
+            cli = client.create_client(SetPayload, "feedforward_node/set_payload")
+            mass = 1.0 + (os.getpid() % 1000) * 1e-3  # a payload whose library is not cached
+            res = call(cli, SetPayload.Request(payload=inertia_msg(mass, COM, INERTIA)), timeout=60.0)
+            assert res.success and "native compiling" in res.message, res.message
+    finally:
+        spinner.close()
+    node.assert_clean_exit()

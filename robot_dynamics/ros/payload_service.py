@@ -53,12 +53,17 @@ _srv: Any = import_module("robot_dynamics_interfaces.srv")
 SetPayload = _srv.SetPayload
 
 SOURCE = "set_payload request"
-_COMPILE = (
-    "import os, pickle, sys\n"
-    "os.nice(10)  # below the node: the build must not take CPU time from the joint-state loop\n"
-    "from robot_dynamics.dynamics import prepare\n"
-    "sys.exit(0 if prepare(pickle.load(sys.stdin.buffer), 'native') == 'native' else 3)\n"
-)
+_COMPILE = """
+import os, pickle, sys
+os.nice(10)  # below the node: the build must not take CPU time from the joint-state loop
+try:  # Linux: end with the node (PR_SET_PDEATHSIG = 1) instead of finishing a build nobody waits for
+    import ctypes, signal
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+except (AttributeError, OSError):
+    pass
+from robot_dynamics.dynamics import prepare
+sys.exit(0 if prepare(pickle.load(sys.stdin.buffer), "native") == "native" else 3)
+"""
 
 
 def payload_from_msg(inertia: Any) -> Payload:
