@@ -349,7 +349,7 @@ class _Logger:
     def info(self, text: str) -> None:
         self.lines.append(text)
 
-    warning = info
+    warning = error = info
 
 
 class _FakeNode:
@@ -452,3 +452,36 @@ def test_ctrl_c_during_a_native_build_is_a_clean_exit(context: Any) -> None:
     finally:
         spinner.close()
     node.assert_clean_exit()
+
+
+def _drive(coroutine: Any, timeout: float = 30.0) -> Any:
+    """Run a service coroutine by hand, as an executor would (resumed until it returns)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return done.value
+        time.sleep(0.001)
+    raise AssertionError("the coroutine did not finish")
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [(ValueError("bad numbers"), "bad numbers"), (RuntimeError("boom"), "internal error: RuntimeError('boom')")],
+)
+def test_the_coroutine_answers_when_preparing_the_model_fails(error: Exception, words: str) -> None:
+    switch, node = _switch("python", lambda m: None)
+    node.executor = None  # type: ignore[attr-defined]  # no executor: the future runs its callbacks at once
+
+    def broken(model: RobotModel) -> None:
+        raise error
+
+    switch.warm = broken
+    response = _drive(switch.serve(SetPayload.Request(payload=inertia_msg(MASS, COM, INERTIA)), SetPayload.Response()))
+    assert not response.success and words in response.message, response.message
+    assert node.model is PUMA and switch.payload.is_empty and node.rejected == [response.message]
+    switch.warm = None
+    response = _drive(switch.serve(SetPayload.Request(payload=inertia_msg(MASS, COM, INERTIA)), SetPayload.Response()))
+    assert response.success and "payload set: 2.5 kg" in response.message
+    assert node.model is not None and payload_of(node.model).mass == MASS

@@ -230,22 +230,36 @@ class PayloadSwitch:
                 ready.add_done_callback(lambda _: None)  # completing it from the worker wakes the executor
 
                 def work() -> None:
+                    error: Exception | None = None
                     try:
-                        ready.set_result(self._python_ready(model))
+                        self._python_ready(model)
                     except Exception as exc:  # reported in the response
-                        ready.set_exception(exc)
+                        error = exc
+                    try:
+                        if error is None:
+                            ready.set_result(model)
+                        else:
+                            ready.set_exception(error)
+                    except Exception:  # the executor is gone (the node is stopping): nobody waits
+                        pass
 
                 threading.Thread(target=work, name="payload-python", daemon=True).start()
                 await ready
                 ready.result()
             response.message = self._commit(payload, model, new, t0, ticket)
         except (ValueError, ArithmeticError) as exc:
-            response = type(response)()
-            response.success = False
-            response.message = " ".join(str(exc).split())
-            self.node.reject("set_payload", response.message)
-            return response
+            return self._refuse(response, " ".join(str(exc).split()))
+        except Exception as exc:  # a service must answer, the node must live
+            self.node.get_logger().error(f"set_payload: internal error: {exc!r}")
+            return self._refuse(response, f"internal error: {' '.join(repr(exc).split())}")
         response.success = True
+        return response
+
+    def _refuse(self, response: Any, message: str) -> Any:
+        response = type(response)()
+        response.success = False
+        response.message = message
+        self.node.reject("set_payload", message)
         return response
 
     # -- native backend in the background ---------------------------------------------------------
