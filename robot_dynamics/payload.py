@@ -7,8 +7,9 @@ of inertia as tensor entries). With ``tool = [[R, p], [0, 1]]`` the payload in `
 
     c_p' = R c_p + p,      I_p' = R I_p R^T,
 
-and the loaded last link is the rigid union of link ``n`` and the payload (parallel-axis theorem,
-e.g. Featherstone, *Rigid Body Dynamics Algorithms*, 2008, eq. 2.63; :meth:`Inertial.__add__`):
+and the loaded last link is the rigid union of link ``n`` and the payload (mass-weighted centre of
+mass, then the parallel-axis (Huygens–Steiner) theorem for each body; :meth:`Inertial.__add__`, the
+same rule the URDF loader uses to merge fixed links):
 
     m = m_n + m_p,   c = (m_n c_n + m_p c_p') / m,
     I = sum_b [ I_b + m_b (|d_b|^2 E - d_b d_b^T) ],   d_b = c_b - c.
