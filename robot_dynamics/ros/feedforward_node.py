@@ -13,6 +13,9 @@ Publishes, for each accepted joint state
     ``joints``), ready for ros2_control's ``effort_controllers/JointGroupEffortController``;
     ``feedforward/efforts`` (sensor_msgs/JointState): the same with joint names, ``effort`` = torques,
     ``position``/``velocity`` = the state they were computed for, ``header.stamp`` = the sample time.
+Serves
+    ``~/set_payload`` (robot_dynamics_interfaces/SetPayload): the payload held by the tool, changed at
+    run time without interrupting the joint-state loop (:mod:`.payload_service`).
 
 Torques: while a trajectory is active, the inverse dynamics (Newton–Euler, Fu 3.3-50..58) at the
 desired ``q, qd, qdd`` sampled at the joint state's stamp (node clock if zero), plus friction at the
@@ -43,6 +46,7 @@ from robot_dynamics.ros.common import (
     trajectory_from_msg,
 )
 from robot_dynamics.ros.common import JointStateMatcher as _Matcher
+from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.trajectory import JointTrajectorySampler
 
 FRICTION_VELOCITY_CHOICES = ("desired", "measured")
@@ -147,6 +151,7 @@ class FeedforwardNode(RobotNode):
         self.trajectories_cancelled = 0
         self._commands = Float64MultiArray()
         self._efforts = JointState()
+        self.payload_switch = PayloadSwitch(self, self._install_payload_model, _warm_law)
         # The model first (compiling the native backend may take a moment): no message is queued meanwhile.
         self.start_robot()
         self.commands_pub = (
@@ -163,6 +168,7 @@ class FeedforwardNode(RobotNode):
             JointState, "joint_states", self._on_joint_state, qos_from_name(str(self.param("joint_states_qos")))
         )
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, DATA_QOS)
+        self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
 
     # -- parameters -------------------------------------------------------------------------------
     def _set_friction(self, value: bool) -> None:
@@ -183,6 +189,14 @@ class FeedforwardNode(RobotNode):
         self._commands.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
         self._efforts = JointState()
         self._efforts.name = list(model.joint_names)
+        self.payload_switch.on_model(model)
+
+    def _install_payload_model(self, model: RobotModel) -> None:
+        """set_payload's swap: the same joints, so the trajectories and messages stay."""
+        law = FeedforwardLaw(model)
+        with self._model_lock:
+            self.law = law  # what the next joint-state callback reads
+            self.model = model
 
     # -- trajectories -----------------------------------------------------------------------------
     def _on_trajectory(self, msg: JointTrajectory) -> None:
@@ -295,7 +309,18 @@ class FeedforwardNode(RobotNode):
                 for pub in (self.commands_pub, self.efforts_pub)
                 if pub is not None
             ),
+            *self.payload_switch.diagnostic_values(),
         ]
+
+
+def _warm_law(model: RobotModel) -> None:
+    """Trace (or load) the programs the torque law runs, before the model serves joint states."""
+    law, z = FeedforwardLaw(model), np.zeros(model.dof)
+    for friction in (False, True):
+        law.holding(z, z, friction, True)
+        law.holding(z, z, friction, False)
+        law.tracking(z, z, z, friction, True)
+        law.tracking(z, z, z, friction, False, z)
 
 
 def _check_bool(value: Any) -> str | None:

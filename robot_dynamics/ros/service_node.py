@@ -7,7 +7,9 @@ Services (relative names, remappable; definitions in ``robot_dynamics_interfaces
 * ``inverse_dynamics`` (InverseDynamics): joint torques with breakdown and optional tool wrench;
 * ``forward_dynamics`` (ForwardDynamics): joint accelerations from state + effort;
 * ``simulate_trajectory`` (SimulateTrajectory): forward-dynamics simulation sampled into a
-  ``trajectory_msgs/JointTrajectory``.
+  ``trajectory_msgs/JointTrajectory``;
+* ``~/set_payload`` (SetPayload, private name): the payload held by the tool, changed at run time
+  (:mod:`.payload_service`).
 
 Every response has ``success`` and ``message`` (the reason when ``success`` is false) and the joint
 names of its arrays (the model's order). Matrices are ``std_msgs/Float64MultiArray``, row-major, with
@@ -36,6 +38,7 @@ from robot_dynamics.ros.common import (
     run_nodes,
     to_multiarray,
 )
+from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
 _srv: Any = import_module("robot_dynamics_interfaces.srv")
@@ -74,6 +77,7 @@ class DynamicsServiceNode(RobotNode):
         self.declare("max_simulation_samples", 100000, "largest SimulateTrajectory output (samples)")
         self.declare("max_simulation_duration", 600.0, "longest SimulateTrajectory duration (s)")
         self.calls: dict[str, int] = {}
+        self.payload_switch = PayloadSwitch(self, self._install_payload_model, _warm_engine)
         self.start_robot()  # the model (and its native backend) before the services appear
         self.create_service(
             GetDynamicsCoefficients, "get_dynamics_coefficients", self._wrap("coefficients", self._coefficients)
@@ -83,6 +87,8 @@ class DynamicsServiceNode(RobotNode):
         self.create_service(
             SimulateTrajectory, "simulate_trajectory", self._wrap("simulate_trajectory", self._simulate)
         )
+        # private: the feed-forward node in the same namespace has its own
+        self.create_service(SetPayload, "~/set_payload", self._wrap("set_payload", self._set_payload))
 
     def _set_friction(self, value: bool) -> None:
         self.friction = bool(value)
@@ -94,6 +100,17 @@ class DynamicsServiceNode(RobotNode):
         from robot_dynamics import dynamics
 
         self.engine = dynamics
+        self.payload_switch.on_model(model)
+
+    def _install_payload_model(self, model: RobotModel) -> None:
+        with self._model_lock:
+            self.model = model  # requests read self.model once, when they arrive
+
+    def _set_payload(self, model: RobotModel, req: Any, res: Any) -> None:
+        self.payload_switch.handle(req, res)
+
+    def diagnostic_values(self) -> list[tuple[str, str]]:
+        return self.payload_switch.diagnostic_values()
 
     # -- plumbing -----------------------------------------------------------------------------------
     def _wrap(self, name: str, handler: Callable[[RobotModel, Any, Any], None]) -> Callable[[Any, Any], Any]:
@@ -263,6 +280,17 @@ class DynamicsServiceNode(RobotNode):
         raise RequestError(
             f"torque_law must be 0 (constant), 1 (profile), 2 (gravity compensation) or 3 (PD), got {law}"
         )
+
+
+def _warm_engine(model: RobotModel) -> None:
+    """Trace (or load) the programs of the D/h/c and inverse dynamics requests for ``model``."""
+    from robot_dynamics import dynamics as e
+
+    z = np.zeros(model.dof)
+    e.inertia_matrix(model, z)
+    e.coriolis_centrifugal(model, z, z)
+    e.gravity_torques(model, z)
+    e.inverse_dynamics(model, z, z, z, friction=True, breakdown=True)
 
 
 def _profile_law(model: RobotModel, profile: Any) -> Any:
