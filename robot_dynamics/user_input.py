@@ -66,14 +66,15 @@ def parse_number(text: str, what: str, *, finite: bool = True) -> float:
     return value
 
 
-def non_finite_message(field: str, values: Any, names: Sequence[str] | None = None) -> str | None:
-    """The message for the first non-finite entry of ``values`` (None when all are finite)."""
+def non_finite_message(field: str, values: Any, names: Sequence[str] | None = None, label: str = "joint") -> str | None:
+    """The message for the first non-finite entry of ``values`` (None when all are finite);
+    ``names`` name the entries (``label`` says what they are), else the index is given."""
     arr = np.asarray(values, dtype=np.float64).reshape(-1)
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size == 0:
         return None
     k = int(bad[0])
-    where = f"joint {names[k]!r}" if names is not None and k < len(names) else f"index {k}"
+    where = f"{label} {names[k]!r}" if names is not None and k < len(names) else f"index {k}"
     return f"{field}: non-finite values (nan or inf) at {where} ({arr[k]})"
 
 
