@@ -57,12 +57,13 @@ def parse_number(text: str, what: str, *, finite: bool = True) -> float:
             return float(_OPERATORS[type(node.op)](evaluate(node.operand)))
         raise ValueError
 
+    shown = repr(text) if len(text) <= 40 else repr(text[:37] + "...")
     try:
         value = evaluate(ast.parse(text.strip(), mode="eval").body)
-    except (SyntaxError, ValueError, TypeError, ZeroDivisionError, OverflowError, RecursionError):
-        raise RobotDynamicsError(f"{what}: {text!r} is not a number (numbers, pi and + - * / are allowed)") from None
+    except (SyntaxError, ValueError, TypeError, ZeroDivisionError, OverflowError, RecursionError, MemoryError):
+        raise RobotDynamicsError(f"{what}: {shown} is not a number (numbers, pi and + - * / are allowed)") from None
     if finite and not math.isfinite(value):
-        raise RobotDynamicsError(f"{what}: non-finite values (nan or inf): {text!r}")
+        raise RobotDynamicsError(f"{what}: non-finite values (nan or inf): {shown}")
     return value
 
 

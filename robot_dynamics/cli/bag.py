@@ -247,11 +247,19 @@ def parse_record(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _positive(value: float, option: str, *, zero: bool = False) -> None:
+    if not ((value >= 0 if zero else value > 0) and math.isfinite(value)):
+        raise RobotDynamicsError(f"{option} must be {'non-negative' if zero else 'positive'} and finite, got {value}")
+
+
 def run_replay(args: argparse.Namespace) -> int:
     from robot_dynamics.bag import io
     from robot_dynamics.bag.progress import Progress
     from robot_dynamics.ros.replay import all_ready, diagnostics_ready, replay
 
+    _positive(args.rate, "--rate")
+    _positive(args.wait, "--wait", zero=True)
+    _positive(args.tolerance, "--tolerance", zero=True)
     record = parse_record(args.record)
     nodes = args.wait_for_node or []
     ready = all_ready([diagnostics_ready(f"robot_dynamics: {io.topic_name(n)}") for n in nodes]) if nodes else None
@@ -363,6 +371,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from robot_dynamics.ros.demo import robot_parameters, run
     from robot_dynamics.user_input import parse_locked_joints
 
+    _positive(args.rate, "--rate")
     model = load_robot_from_args(args)
     joint_map = joint_map_from_args(args)
     chain = robot_parameters(args.base_link, args.tip_link, parse_locked_joints(args.lock_joint), joint_map)

@@ -44,12 +44,15 @@ def parse_vector(tokens: list[str] | None, model: RobotModel, option: str, size:
 
 
 def _vectors(args: argparse.Namespace, model: RobotModel, names: tuple[str, ...]) -> list[FloatArray]:
-    """The joint vectors ``names``; a note on standard error names those that default to zero."""
-    values = [parse_vector(getattr(args, k), model, f"--{k}") for k in names]
+    """The joint vectors ``names`` (see :func:`_note_zeros`)."""
+    return [parse_vector(getattr(args, k), model, f"--{k}") for k in names]
+
+
+def _note_zeros(args: argparse.Namespace, names: tuple[str, ...]) -> None:
+    """A note on standard error naming the vectors that were not given (zero), once the results are in."""
     zero = [f"--{k}" for k in names if not getattr(args, k)]
     if zero:
         print(f"robot-dynamics {args.command}: note: {', '.join(zero)} not given: zero", file=sys.stderr)
-    return values
 
 
 def _add_common(parser: argparse.ArgumentParser, vectors: list[tuple[str, str]]) -> None:
@@ -101,6 +104,7 @@ def _run_id(args: argparse.Namespace) -> int:
             "tool_wrench": result.tool_wrench,
             "friction": result.friction,
         }
+    _note_zeros(args, ("qd", "qdd"))
     if args.json:
         keys = ("inertial", "coriolis_centrifugal", "gravity", "friction", "motor_inertia", "tool_wrench")
         payload: dict[str, Any] = {
@@ -132,6 +136,7 @@ def _run_coefficients(args: argparse.Namespace) -> int:
     }
     if args.tensor:
         values["h_ikm"] = coriolis_tensor(model, q)
+    _note_zeros(args, ("qd",))
     if args.json:
         payload = {"robot": model.name, "joint_names": model.joint_names, "q": q.tolist(), "qd": qd.tolist()}
         payload |= {k: v.tolist() for k, v in values.items()}
@@ -148,6 +153,7 @@ def _run_fd(args: argparse.Namespace) -> int:
     model = load_robot_from_args(args)
     q, qd, tau = _vectors(args, model, ("q", "qd", "tau"))
     qdd = forward_dynamics(model, q, qd, tau, friction=not args.no_friction)
+    _note_zeros(args, ("qd", "tau"))
     if args.json:
         payload = {"robot": model.name, "joint_names": model.joint_names, "q": q.tolist(), "qd": qd.tolist()}
         print(json.dumps(payload | {"tau": tau.tolist(), "qdd": qdd.tolist()}))
