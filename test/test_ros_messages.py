@@ -148,7 +148,18 @@ def test_trajectory_message_reordered_to_the_model() -> None:
             "velocities given for some points but not for point 1",
         ),
         (JOINTS, [{"positions": [0.0] * 3}, {"positions": [1.0] * 3}], [1.0, 0.5], "not strictly increasing"),
-        (JOINTS, [{"positions": [0.0, math.inf, 0.0]}], [1.0], "not finite"),
+        (
+            JOINTS,
+            [{"positions": [0.0, math.inf, 0.0]}],
+            [1.0],
+            f"trajectory point 0: positions: {NON_FINITE} at joint 'b'",
+        ),
+        (
+            ["c", "a", "b"],
+            [{"positions": [0.0] * 3}, {"positions": [0.0] * 3, "velocities": [1.0, math.nan, 0.0]}],
+            [0.5, 1.0],
+            f"trajectory point 1: velocities: {NON_FINITE} at joint 'a' (nan)",
+        ),
     ],
 )
 def test_bad_trajectories_are_rejected_with_the_reason(

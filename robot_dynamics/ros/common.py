@@ -269,6 +269,9 @@ def trajectory_from_msg(msg: Any, model_joints: Sequence[str]) -> JointTrajector
             values = getattr(point, field)
             if len(values) not in (0, count) or (field == "positions" and len(values) != count):
                 raise StateError(f"trajectory point {k}: {len(values)} {field} for {count} joint names")
+            problem = non_finite_message(f"trajectory point {k}: {field}", values, names) if len(values) else None
+            if problem:
+                raise StateError(problem)
             rows.append(values)
     blocks: dict[str, FloatArray | None] = {}
     for field, rows in fields.items():
