@@ -121,6 +121,8 @@ def test_joint_map_renames_bag_joints_to_model_joints(tmp_path, capsys):
     got = json.loads(capsys.readouterr().out)
     assert got["joints"] == expected["joints"]  # same numbers, reported with the model's joint names
     assert got["messages"] == expected["messages"] > 100 and got["settings"]["trajectories"] == 1
+    assert got["settings"]["joint_map"] == {f"arm_{i}": f"joint{i}" for i in range(1, 7)}
+    assert "joint_map" not in expected["settings"]
     # the output bag speaks the bag's names, as the feed-forward node publishes them
     for topic in ("/robot_dynamics/model_efforts", "/robot_dynamics/feedforward_efforts"):
         assert io.read_joint_states(out_bag, topic).names == names

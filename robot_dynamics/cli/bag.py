@@ -141,6 +141,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
         friction_velocity=args.friction_velocity,
         bag=str(args.bag),
     )
+    joint_map = joint_map_from_args(args)
+    if joint_map:  # the summary says how the bag's names were read
+        ev = replace(ev, settings={**ev.settings, "joint_map": joint_map})
     to_stdout = args.csv == "-" or args.json == "-"
     log = sys.stderr if to_stdout else sys.stdout
     print(_describe(ev), file=log)
