@@ -25,6 +25,10 @@ from robot_dynamics.ros.launch_support import default_params_file, exported_urdf
 ARGUMENTS = {
     "robot_config": ("", "bundled robot name or DH YAML path (empty = the default robot, puma560)"),
     "urdf": ("", "URDF file of the robot (used instead of robot_config when given)"),
+    "base_link": ("", "first link of the chain (empty = the model's root)"),
+    "tip_link": ("", "last link of the chain (empty = the model's tip)"),
+    "locked_joints": ("", "joints made rigid, NAME=POSITION,NAME (rad or m; NAME alone = 0)"),
+    "joint_map": ("", "topic joint names of model joints, TOPIC_NAME=MODEL_NAME,..."),
     "friction": ("true", "friction compensation and simulated friction on/off"),
     "namespace": ("", "namespace of the nodes"),
     "params_file": (default_params_file(), "node parameter file"),
@@ -34,7 +38,15 @@ ARGUMENTS = {
 
 def simulation_nodes(context: LaunchContext) -> list[Node]:
     arg = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
-    shared = robot_parameters(arg["robot_config"], arg["urdf"], arg["friction"])
+    shared = robot_parameters(
+        arg["robot_config"],
+        arg["urdf"],
+        arg["friction"],
+        arg["base_link"],
+        arg["tip_link"],
+        arg["locked_joints"],
+        arg["joint_map"],
+    )
     params = [arg["params_file"], shared]
     ns = arg["namespace"]
     nodes = [

@@ -98,3 +98,38 @@ def test_parse_record_defaults_to_the_feedforward_outputs():
         "/feedforward/efforts": "sensor_msgs/msg/JointState",
         "/diag": "diagnostic_msgs/msg/DiagnosticArray",
     }
+
+
+def test_joint_map_renames_bag_joints_to_model_joints(tmp_path, capsys):
+    """A bag whose driver names the joints ``arm_1..6`` evaluates as the bag with the model's names."""
+    mapping = [f"arm_{i}=joint{i}" for i in range(1, 7)]
+    plain, renamed = tmp_path / "plain", tmp_path / "renamed"
+    common = ["--duration", "2", "--rate", "100", "--storage", "sqlite3"]
+    assert main(["make-sample-bag", str(plain), *common]) == 0
+    assert "/joint_states" in capsys.readouterr().out
+    joint_map_args = [a for m in mapping for a in ("--joint-map", m)]
+    assert main(["make-sample-bag", str(renamed), *common, *joint_map_args, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert {t["topic"] for t in summary["topics"]} == {"/joint_states", "/joint_trajectory"}
+    names = io.read_joint_states(renamed).names
+    assert names == tuple(f"arm_{i}" for i in range(1, 7))
+
+    assert main(["evaluate", str(plain), "--json", "-"]) == 0
+    expected = json.loads(capsys.readouterr().out)
+    out_bag = tmp_path / "out"
+    assert main(["evaluate", str(renamed), *joint_map_args, "--json", "-", "--out", str(out_bag)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["joints"] == expected["joints"]  # same numbers, reported with the model's joint names
+    assert got["messages"] == expected["messages"] > 100 and got["settings"]["trajectories"] == 1
+    assert got["settings"]["joint_map"] == {f"arm_{i}": f"joint{i}" for i in range(1, 7)}
+    assert "joint_map" not in expected["settings"]
+    # the output bag speaks the bag's names, as the feed-forward node publishes them
+    for topic in ("/robot_dynamics/model_efforts", "/robot_dynamics/feedforward_efforts"):
+        assert io.read_joint_states(out_bag, topic).names == names
+
+    # without the map the names do not match; a map to a joint the model lacks is refused up front
+    assert main(["evaluate", str(renamed)]) == 2
+    assert "joint names do not match: missing ['joint1'" in capsys.readouterr().err
+    assert main(["evaluate", str(renamed), "--joint-map", "arm_1=joint7"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("robot-dynamics evaluate: error: --joint-map: robot 'puma560' has no joint 'joint7'")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+from engine_reference import EXAMPLE_ROBOTS
 
 import robot_dynamics as rd
 from robot_dynamics.cli import main
@@ -76,12 +79,98 @@ def test_coefficients_and_fd(capsys: pytest.CaptureFixture[str]) -> None:
     ("argv", "message"),
     [
         (["id", "puma560", "--q", "1", "2"], "--q: expected 6 values for robot 'puma560', got 2; named poses"),
-        (["id", "puma560", "--qd", "__import__('os')"], "--qd: .* is not a number"),
-        (["fd", "puma560", "--tau", "nan", "0", "0", "0", "0", "0"], "--tau: 'nan' is not a number"),
-        (["id", "no_such_robot"], "no_such_robot"),
-        (["id", "puma560", "--wrench", "1", "2"], "--wrench: expected 6 values"),
+        (["id", "puma560", "--q", "qn", "--qd", "__import__('os')"], "--qd: .* is not a number"),
+        (
+            ["fd", "puma560", "--q", "qn", "--tau", "nan", "0", "0", "0", "0", "0"],
+            r"--tau: non-finite values \(nan or inf\) at joint 'joint1' \(nan\)",
+        ),
+        (
+            ["id", "puma560", "--q", "0", "0", "1e999", "0", "0", "0"],
+            r"--q: non-finite values \(nan or inf\) at joint 'joint3' \(inf\)",
+        ),
+        (["id", "no_such_robot", "--q", "0"], "no_such_robot"),
+        (["id", "puma560", "--q", "qn", "--wrench", "1", "2"], "--wrench: expected 6 values"),
+        (["id", "puma560"], "the following arguments are required: --q"),
+        (["coefficients", "puma560", "--qd", "qn"], "the following arguments are required: --q"),
     ],
 )
 def test_errors(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     assert main(argv) == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+def test_id_says_which_vectors_default_to_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _json(capsys, ["id", "puma560", "--q", "qn", "--qd", "0.1", "0", "0", "0", "0", "0", "--json"])
+    assert out["qdd"] == [0.0] * 6 and out["qd"][0] == 0.1
+    assert main(["id", "puma560", "--q", "qn"]) == 0
+    assert capsys.readouterr().err == "robot-dynamics id: note: --qd, --qdd not given: zero\n"
+    assert main(["fd", "puma560", "--q", "qn", "--qd", "qn", "--tau", "qn"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_info_json_matches_the_model(capsys: pytest.CaptureFixture[str]) -> None:
+    model = rd.load_robot("puma560")
+    out = _json(capsys, ["info", "puma560", "--json"])
+    assert out["joint_names"] == model.joint_names and out["dof"] == 6
+    assert [j["mass"] for j in out["joints"]] == [j.link.mass for j in model.joints]
+    assert np.allclose(out["named_poses"]["qn"], model.named_poses["qn"])
+    assert out["joints"][1]["motor"]["gear_ratio"] == model.joints[1].motor.gear_ratio  # type: ignore[union-attr]
+    listing = _json(capsys, ["info", "--list", "--json"])
+    assert "puma560_modified" in listing["robots"] and listing["default"] == "puma560"
+
+
+ROBOT_COMMANDS = (
+    "info",
+    "export-urdf",
+    "id",
+    "coefficients",
+    "fd",
+    "evaluate",
+    "replay",
+    "demo",
+    "make-sample-bag",
+    "symbolic",
+    "schedule",
+)
+BAG_COMMANDS = ("evaluate", "replay", "demo", "make-sample-bag")
+
+
+def test_every_robot_command_takes_the_chain_options() -> None:
+    from robot_dynamics.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for command in ROBOT_COMMANDS:
+        options = {s for a in sub.choices[command]._actions for s in a.option_strings}
+        assert {"--base-link", "--tip-link", "--lock-joint"} <= options, command
+        assert ("--joint-map" in options) == (command in BAG_COMMANDS), command
+        assert "--json" in options or command in ("export-urdf", "demo"), command  # URDF text; demo writes JSON
+
+
+def test_tip_link_reaches_the_loader_and_model_warnings_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    urdf = EXAMPLE_ROBOTS / "ur_description" / "urdf" / "ur5_robot.urdf"
+    with pytest.warns(UserWarning, match="held at zero"):
+        model = rd.load_robot(urdf, tip_link="wrist_2_link")
+    q = [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert main(["id", str(urdf), "--tip-link", "wrist_2_link", "--q", *map(str, q), "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["joint_names"] == model.joint_names and len(q) == model.dof
+    assert np.allclose(out["tau"], rd.inverse_dynamics(model, q, [0] * 5, [0] * 5), rtol=1e-12, atol=1e-12)
+    warning, note = captured.err.splitlines()
+    assert warning.startswith("robot-dynamics id: warning: ur5_robot.urdf: movable joints not on the chain")
+    assert ".py" not in warning and "Warning" not in warning
+    assert note == "robot-dynamics id: note: --qd, --qdd not given: zero"
+    assert main(["info", "puma560", "--tip-link", "link4"]) == 2
+    assert "base_link/tip_link" in capsys.readouterr().err
+
+
+def test_lock_joint_freezes_a_joint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    urdf = tmp_path / "puma.urdf"
+    assert main(["export-urdf", "puma560", "--out", str(urdf)]) == 0
+    locks = {"joint6": 0.0, "joint5": math.pi / 2}
+    model = rd.load_robot(urdf, locked_joints=locks)  # type: ignore[call-arg,unused-ignore]
+    argv = ["id", str(urdf), "--lock-joint", "joint6", "--lock-joint", "joint5=pi/2", "--q", "0.1,0.2,0.3,0.4"]
+    out = _json(capsys, [*argv, "--json"])
+    assert out["joint_names"] == model.joint_names == ["joint1", "joint2", "joint3", "joint4"]
+    assert np.allclose(out["tau"], rd.inverse_dynamics(model, [0.1, 0.2, 0.3, 0.4], [0] * 4, [0] * 4))

@@ -371,7 +371,7 @@ URDF_FAILURES = [
     ),
     (
         edit("</robot>", '<robot_dynamics><joint name="j9"><motor inertia="1e-4"/></joint></robot_dynamics></robot>'),
-        "<robot_dynamics>/joint[j9]: not a joint of the chain (chain joints: j1, j2, j3)",
+        "<robot_dynamics>/joint[j9]: no such joint in the file (chain joints: j1, j2, j3)",
     ),
     (
         edit(

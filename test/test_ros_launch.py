@@ -14,7 +14,17 @@ from robot_dynamics.ros.launch_support import default_params_file, parse_bool, r
 
 REPO = Path(__file__).resolve().parent.parent
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
-COMMON_ARGUMENTS = {"robot_config", "urdf", "friction", "namespace", "params_file"}
+COMMON_ARGUMENTS = {
+    "robot_config",
+    "urdf",
+    "friction",
+    "namespace",
+    "params_file",
+    "base_link",
+    "tip_link",
+    "locked_joints",
+    "joint_map",
+}
 
 
 def test_there_are_the_two_launch_files() -> None:
@@ -78,6 +88,18 @@ def test_launch_argument_helpers(tmp_path: Path) -> None:
         "friction": True,
         "robot_description": "<robot name='r'/>",
     }
+    chain = robot_parameters("", "", "true", " l0 ", "tcp", "f1, f2=0.04", "fer_joint1=panda_joint1")
+    assert chain == {
+        "friction": True,
+        "base_link": "l0",
+        "tip_link": "tcp",
+        "locked_joints": ["f1", "f2=0.04"],
+        "joint_map": ["fer_joint1=panda_joint1"],
+    }
+    with pytest.raises(ValueError, match="launch argument joint_map: expected BAG_NAME=MODEL_NAME, got 'fer'"):
+        robot_parameters("", "", "true", joint_map="fer")
+    with pytest.raises(ValueError, match="launch argument locked_joints f=x: 'x' is not a number"):
+        robot_parameters("", "", "true", locked_joints="f=x")
     with pytest.raises(FileNotFoundError, match="launch argument urdf: no such file"):
         robot_parameters("", str(tmp_path / "missing.urdf"), "true")
     assert Path(default_params_file()).is_file()

@@ -48,6 +48,9 @@ def test_joint_states_matched_by_name_in_any_order_extra_joints_ignored() -> Non
     np.testing.assert_array_equal(q, [1.0, 2.0, 3.0])
 
 
+NON_FINITE = "non-finite values (nan or inf)"  # the engine's wording (robot_dynamics.user_input)
+
+
 @pytest.mark.parametrize(
     ("names", "position", "velocity", "message"),
     [
@@ -55,8 +58,18 @@ def test_joint_states_matched_by_name_in_any_order_extra_joints_ignored() -> Non
         (["a", "b"], [1.0, 2.0], None, "missing joints ['c']"),
         (["a", "b", "c"], [1.0, 2.0], None, "2 positions for 3 joint names"),
         (["a", "b", "c"], [1.0, 2.0, 3.0], [0.0], "1 velocities for 3 joint names"),
-        (["a", "b", "c"], [1.0, math.nan, 3.0], None, "non-finite position b=nan"),
-        (["a", "b", "c"], [1.0, 2.0, 3.0], [0.0, 0.0, math.inf], "non-finite velocity c=inf"),
+        (
+            ["a", "b", "c"],
+            [1.0, math.nan, 3.0],
+            None,
+            "joint_states: position: non-finite values (nan or inf) at joint 'b' (nan)",
+        ),
+        (
+            ["a", "b", "c"],
+            [1.0, 2.0, 3.0],
+            [0.0, 0.0, math.inf],
+            "joint_states: velocity: non-finite values (nan or inf) at joint 'c' (inf)",
+        ),
         (["a", "a", "b", "c"], [1.0, 1.0, 2.0, 3.0], None, "duplicate joint names ['a']"),
     ],
 )
@@ -81,7 +94,11 @@ def test_ordered_arrays_for_service_requests() -> None:
         (["a", "b"], {"position": [0.0] * 2}, "missing joints ['c']"),
         ([], {"position": [0.0] * 2}, "position has 2 values for 3 model joints"),
         ([], {"position": []}, "position has 0 values for 3 model joints"),
-        (["a", "b", "c"], {"position": [0.0, math.nan, 0.0]}, "position of joint 'b' is not finite"),
+        (
+            ["a", "b", "c"],
+            {"position": [0.0, math.nan, 0.0]},
+            f"request: position: {NON_FINITE} at joint 'b' (nan)",
+        ),
     ]
     for names, arrays, message in cases:
         with pytest.raises(StateError) as info:
@@ -131,7 +148,18 @@ def test_trajectory_message_reordered_to_the_model() -> None:
             "velocities given for some points but not for point 1",
         ),
         (JOINTS, [{"positions": [0.0] * 3}, {"positions": [1.0] * 3}], [1.0, 0.5], "not strictly increasing"),
-        (JOINTS, [{"positions": [0.0, math.inf, 0.0]}], [1.0], "not finite"),
+        (
+            JOINTS,
+            [{"positions": [0.0, math.inf, 0.0]}],
+            [1.0],
+            f"trajectory point 0: positions: {NON_FINITE} at joint 'b'",
+        ),
+        (
+            ["c", "a", "b"],
+            [{"positions": [0.0] * 3}, {"positions": [0.0] * 3, "velocities": [1.0, math.nan, 0.0]}],
+            [0.5, 1.0],
+            f"trajectory point 1: velocities: {NON_FINITE} at joint 'a' (nan)",
+        ),
     ],
 )
 def test_bad_trajectories_are_rejected_with_the_reason(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -68,3 +70,35 @@ def test_errors_name_the_problem(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--rename: expected OLD=NEW" in capsys.readouterr().err
     assert main(["schedule", "scara", "--processors", "0"]) == 2
     assert "--processors must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("robot", "calls"), [("puma560_modified", 8), ("stanford", 6), ("scara", 2)])
+def test_ops_reports_the_sin_cos_the_generated_code_computes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], robot: str, calls: int
+) -> None:
+    argv = ["symbolic", robot, "--format", "python", "--out", str(tmp_path), "--ops", "--no-search"]
+    assert main([*argv, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    source = (tmp_path / f"{robot}_inverse_dynamics.py").read_text()
+    in_code = len(re.findall(r"\b(?:sin|cos)\(", source))  # the calls the generated program makes
+    assert payload["ops"]["trig"] == in_code == calls
+    assert main(argv) == 0
+    assert f"| {calls} sin/cos (computed once) |" in capsys.readouterr().out
+
+
+def test_schedule_defaults_to_the_thesis_puma_and_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schedule", "--processors", "2", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["robot"] == "puma560_modified"  # Dhanaraj 1990's PUMA 560 (modified DH)
+    (graph,) = payload["graphs"]
+    rows = graph["schedules"]
+    assert [r["processors"] for r in rows] == [1, 2]
+    assert rows[0]["levels"] == graph["tasks"] and rows[1]["levels"] >= graph["tasks"] / 2
+    assert rows[1]["speedup"] == pytest.approx(rows[0]["levels"] / rows[1]["levels"])
+
+
+def test_symbolic_json_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["symbolic", "fu_two_link", "--format", "c", "--out", str(tmp_path), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert Path(payload["file"]) == tmp_path / "fu_two_link_inverse_dynamics.c" and Path(payload["file"]).is_file()
+    assert payload["robot"] == "fu_two_link" and "ops" not in payload

@@ -23,8 +23,8 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -34,6 +34,7 @@ from robot_dynamics.bag import io
 from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER, DEFAULT_WINDOW_S, SavitzkyGolay, min_window, savgol
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.trajectory import TrajectorySample
+from robot_dynamics.user_input import check_joint_map, external_names
 
 AccelSource = Literal["velocity", "position", "trajectory"]
 ACCEL_SOURCES: tuple[str, ...] = ("velocity", "position", "trajectory")
@@ -401,9 +402,13 @@ def evaluate(
 # ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BagInputs:
+    """Joint states and trajectories in the model's joint names and order; ``names``: the bag's name
+    of each model joint (the model's own unless a joint map renames it)."""
+
     series: io.JointStateSeries
     trajectories: list[io.TrajectoryMessage]
     joint_states_raw: io.RawTopic
+    names: tuple[str, ...] = ()
 
 
 def read_inputs(
@@ -414,12 +419,21 @@ def read_inputs(
     trajectory: str | None = "joint_trajectory",
     require_trajectory: bool = False,
     progress: io.ProgressFn | None = None,
+    joint_map: Mapping[str, str] | None = None,
 ) -> BagInputs:
     """The joint states (in the model's joint order) and trajectories of a bag.
 
-    ``trajectory`` is optional unless ``require_trajectory``; a missing joint-states topic, a topic
-    of the wrong type or joint names that do not match the model raise :class:`io.BagError`.
+    ``joint_map``: ``{bag name: model name}`` for joints named differently in the bag (checked
+    against the model; unmapped joints keep their names). Joint states and trajectories are
+    matched by the bag names and returned with the model's. ``trajectory`` is optional unless
+    ``require_trajectory``; a missing joint-states topic, a topic of the wrong type or joint names
+    that do not match the model raise :class:`io.BagError`.
     """
+    mapping = dict(joint_map or {})
+    if mapping:
+        check_joint_map(model, mapping, "joint map")
+    bag_names = tuple(external_names(model.joint_names, mapping))
+    to_model = dict(zip(bag_names, model.joint_names, strict=True))
     topics = [joint_states] + ([trajectory] if trajectory else [])
     types = {joint_states: io.JOINT_STATE}
     if trajectory:
@@ -433,17 +447,20 @@ def read_inputs(
     )
     js_raw = raw[io.topic_name(joint_states)]
     try:
-        series = io.decode_joint_states(js_raw, model.joint_names)
+        series = io.decode_joint_states(js_raw, bag_names)
     except io.BagError as exc:
-        raise io.BagError(f"{path}: {exc} (robot {model.name!r})") from None
+        mapped = f" with joint map {mapping}" if mapping else ""
+        raise io.BagError(f"{path}: {exc} (robot {model.name!r}{mapped})") from None
+    series = replace(series, names=tuple(model.joint_names))
     trajs = (
         io.decode_joint_trajectories(raw[io.topic_name(trajectory)])
         if trajectory and io.topic_name(trajectory) in raw
         else []
     )
+    trajs = [replace(tr, names=tuple(to_model.get(n, n) for n in tr.names)) for tr in trajs] if mapping else trajs
     for tr in trajs:
         tr.sampler(model.joint_names)  # names must match the model
-    return BagInputs(series, trajs, js_raw)
+    return BagInputs(series, trajs, js_raw, bag_names)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -463,8 +480,9 @@ def write_output_bag(
     (``JointState``: measured position/velocity, model effort), ``/robot_dynamics/acceleration``
     (``Float64MultiArray``, the ``qdd`` used) and,
     when computed, ``/robot_dynamics/feedforward_efforts`` (what the feed-forward node publishes).
+    Joint names are the bag's (``inputs.names``) when the inputs are given, as the node publishes them.
     """
-    names = list(ev.joint_names)
+    names = list(inputs.names) if inputs is not None and inputs.names else list(ev.joint_names)
     with io.BagWriter(path, storage=storage, overwrite=overwrite) as w:
         if inputs is not None:
             raw = inputs.joint_states_raw

@@ -25,6 +25,7 @@ holds, tracks, then holds again). Same arguments, same bag, byte for byte.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,11 +101,12 @@ class Reference:
         return q, qd, qdd
 
 
-def simulate_sample(settings: SampleSettings = SampleSettings()) -> SampleData:
-    """Simulates the sample (no file written)."""
+def simulate_sample(settings: SampleSettings = SampleSettings(), model: RobotModel | None = None) -> SampleData:
+    """Simulates the sample (no file written); ``model``: ``settings.robot`` already loaded (e.g. with
+    a chain or locked joints chosen)."""
     from robot_dynamics import inverse_dynamics, load_robot, simulate
 
-    model = load_robot(settings.robot)
+    model = model if model is not None else load_robot(settings.robot)
     n = model.dof
     rng = np.random.default_rng(settings.seed)
     center = np.asarray(model.named_poses.get("qn", np.zeros(n)), dtype=float)
@@ -157,11 +159,24 @@ def simulate_sample(settings: SampleSettings = SampleSettings()) -> SampleData:
 
 
 def write_sample_bag(
-    path: str | Path = DEFAULT_PATH, settings: SampleSettings = SampleSettings(), *, overwrite: bool = False
+    path: str | Path = DEFAULT_PATH,
+    settings: SampleSettings = SampleSettings(),
+    *,
+    overwrite: bool = False,
+    model: RobotModel | None = None,
+    joint_map: Mapping[str, str] | None = None,
 ) -> SampleData:
-    """Simulates and writes the sample bag; returns the data."""
-    data = simulate_sample(settings)
-    names = data.model.joint_names
+    """Simulates and writes the sample bag; returns the data.
+
+    ``joint_map`` (``{bag name: model name}``): the joints are written with their bag names, as a
+    driver that names them differently would publish them.
+    """
+    from robot_dynamics.user_input import check_joint_map, external_names
+
+    data = simulate_sample(settings, model)
+    if joint_map:
+        check_joint_map(data.model, joint_map, "joint map")
+    names = external_names(data.model.joint_names, joint_map or {})
     with io.BagWriter(path, storage=settings.storage, overwrite=overwrite) as w:
         w.write_joint_trajectory(
             "joint_trajectory",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,14 +29,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def error_text(exc: BaseException) -> str:
+    """One line for a user's error: the message itself, never ``[Errno 2]`` or a ``KeyError``'s quotes."""
+    if isinstance(exc, KeyError) and exc.args:
+        text = str(exc.args[0])
+    elif isinstance(exc, OSError) and exc.strerror:
+        names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+        text = f"{': '.join(names)}: {exc.strerror.lower()}" if names else exc.strerror.lower()
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors (status 2, after argparse's message) and --help (0)
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         status: int = args.func(args)
+    except BrokenPipeError:  # output piped into e.g. ``head``: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (ValueError, KeyError, OSError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"robot-dynamics {args.command}: error: {message}", file=sys.stderr)
+        print(f"robot-dynamics {args.command}: error: {error_text(exc)}", file=sys.stderr)
         return 2
     return status
 

@@ -1,4 +1,4 @@
-"""``robot-dynamics evaluate | replay | demo | make-sample-bag``: the rosbag commands (issue 7).
+"""``robot-dynamics evaluate | replay | demo | make-sample-bag``: the rosbag commands.
 
 ROS (rclpy) is imported only by ``replay`` and ``demo``, when they run.
 """
@@ -6,11 +6,16 @@ ROS (rclpy) is imported only by ``replay`` and ``demo``, when they run.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from robot_dynamics.cli._options import add_robot_options, joint_map_from_args, load_robot_from_args
 from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.io.robots import DEFAULT_ROBOT
 
 DEFAULT_TRAJECTORY = "joint_trajectory"
 #: Topics the feed-forward node publishes (recorded by default by ``replay``).
@@ -18,10 +23,6 @@ FEEDFORWARD_TOPICS = {
     "/feedforward/efforts": "sensor_msgs/msg/JointState",
     "/feedforward/commands": "std_msgs/msg/Float64MultiArray",
 }
-
-
-def _default_robot() -> str:
-    return "puma560"
 
 
 def register(sub: Any) -> None:
@@ -35,9 +36,7 @@ def register(sub: Any) -> None:
 # evaluate
 # ------------------------------------------------------------------------------------------------
 def _add_model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--robot", default=_default_robot(), help="bundled robot name, DH YAML or URDF path (default: %(default)s)"
-    )
+    add_robot_options(p, positional=False, default=DEFAULT_ROBOT)
     p.add_argument("--joint-states", default="joint_states", metavar="TOPIC", help="default: %(default)s")
     p.add_argument(
         "--trajectory",
@@ -98,12 +97,6 @@ def _register_evaluate(sub: Any) -> None:
     p.set_defaults(func=run_evaluate)
 
 
-def _load_model(robot: str) -> Any:
-    from robot_dynamics import load_robot
-
-    return load_robot(robot)
-
-
 def _read_with_progress(args: argparse.Namespace, model: Any, require_trajectory: bool = False) -> Any:
     from robot_dynamics.bag import io
     from robot_dynamics.bag.evaluate import read_inputs
@@ -120,6 +113,7 @@ def _read_with_progress(args: argparse.Namespace, model: Any, require_trajectory
             trajectory=args.trajectory or None,
             require_trajectory=require_trajectory,
             progress=bar.update,
+            joint_map=joint_map_from_args(args),
         )
 
 
@@ -132,11 +126,9 @@ def _write_text(path: str, text: str) -> None:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    import json
-
     from robot_dynamics.bag import evaluate as ev_mod
 
-    model = _load_model(args.robot)
+    model = load_robot_from_args(args)
     inputs = _read_with_progress(args, model, require_trajectory=args.accel == "trajectory")
     ev = ev_mod.evaluate(
         model,
@@ -149,6 +141,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
         friction_velocity=args.friction_velocity,
         bag=str(args.bag),
     )
+    joint_map = joint_map_from_args(args)
+    if joint_map:  # the summary says how the bag's names were read
+        ev = replace(ev, settings={**ev.settings, "joint_map": joint_map})
     to_stdout = args.csv == "-" or args.json == "-"
     log = sys.stderr if to_stdout else sys.stdout
     print(_describe(ev), file=log)
@@ -228,6 +223,7 @@ def _register_replay(sub: Any) -> None:
     )
     p.add_argument("--check", action="store_true", help="compare recorded feed-forward torques with the offline ones")
     p.add_argument("--tolerance", type=float, default=1e-9, help="--check tolerance, N·m (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the counts (and the --check result) as JSON")
     _add_model_options(p)
     p.set_defaults(func=run_replay)
 
@@ -254,14 +250,26 @@ def parse_record(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _positive(value: float, option: str, *, zero: bool = False) -> None:
+    if not ((value >= 0 if zero else value > 0) and math.isfinite(value)):
+        raise RobotDynamicsError(f"{option} must be {'non-negative' if zero else 'positive'} and finite, got {value}")
+
+
 def run_replay(args: argparse.Namespace) -> int:
     from robot_dynamics.bag import io
     from robot_dynamics.bag.progress import Progress
     from robot_dynamics.ros.replay import all_ready, diagnostics_ready, replay
 
+    _positive(args.rate, "--rate")
+    _positive(args.wait, "--wait", zero=True)
+    _positive(args.tolerance, "--tolerance", zero=True)
     record = parse_record(args.record)
     nodes = args.wait_for_node or []
     ready = all_ready([diagnostics_ready(f"robot_dynamics: {io.topic_name(n)}") for n in nodes]) if nodes else None
+    if args.check and "/feedforward/efforts" not in record:
+        raise RobotDynamicsError("--check needs /feedforward/efforts to be recorded")
+    # the offline side of --check first: bad robot options or bag contents stop before the replay
+    offline = _offline_feedforward(args) if args.check else None
 
     summary = io.bag_summary(args.bag)
     played = [io.topic_name(t) for t in args.topics] if args.topics else list(summary.topics)
@@ -284,24 +292,53 @@ def run_replay(args: argparse.Namespace) -> int:
             progress=bar.update,
             ready=ready,
         )
-    print(result.describe())
     lost = {t: n for t, n in result.lost.items() if n}
+    status = 1 if lost else 0
+    cmp = None
+    if offline is not None:
+        inputs, ff = offline
+        from robot_dynamics.bag.evaluate import compare_feedforward
+
+        # the node publishes the topic's joint names (the bag's, with a joint map)
+        recorded = io.decode_joint_states(result.recordings["/feedforward/efforts"], inputs.names)
+        cmp = compare_feedforward(inputs.series, ff, replace(recorded, names=inputs.series.names))
+        status |= 0 if cmp.ok(args.tolerance) else 1
+    if args.json:
+        payload: dict[str, Any] = {
+            "published": result.published,
+            "recorded": result.recorded,
+            "expected": result.expected,
+            "lost": result.lost,
+            "out": str(result.out) if result.out is not None else None,
+            "wall_time_s": result.wall_time_s,
+            "bag_time_s": result.bag_time_s,
+        }
+        if cmp is not None:
+            payload["check"] = {
+                "ok": cmp.ok(args.tolerance),
+                "tolerance": args.tolerance,
+                "expected": cmp.expected,
+                "matched": cmp.matched,
+                "lost": cmp.lost,
+                "unmatched": cmp.unmatched,
+                "duplicates": cmp.duplicates,
+                "max_abs_diff": cmp.max_abs_diff,
+            }
+        print(json.dumps(payload))
+    else:
+        print(result.describe())
+        if cmp is not None:
+            print(cmp.describe(args.tolerance))
     if lost:
         print(f"lost messages: {lost}", file=sys.stderr)
-    status = 1 if lost else 0
-    if args.check:
-        status |= _check_replay(args, result)
     return status
 
 
-def _check_replay(args: argparse.Namespace, result: Any) -> int:
-    from robot_dynamics.bag import io
-    from robot_dynamics.bag.evaluate import compare_feedforward, feedforward_torques
+def _offline_feedforward(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The bag's inputs and the feed-forward torques the node should publish for them."""
+    from robot_dynamics.bag.evaluate import feedforward_torques
 
-    topic = "/feedforward/efforts"
-    if topic not in result.recordings:
-        raise RobotDynamicsError(f"--check needs {topic} to be recorded")
-    model = _load_model(args.robot)
+    model = load_robot_from_args(args)
     inputs = _read_with_progress(args, model)
     ff = feedforward_torques(
         model,
@@ -310,10 +347,7 @@ def _check_replay(args: argparse.Namespace, result: Any) -> int:
         smooth=args.friction_model == "smooth",
         friction_velocity=args.friction_velocity,
     )
-    recorded = io.decode_joint_states(result.recordings[topic], model.joint_names)
-    cmp = compare_feedforward(inputs.series, ff, recorded)
-    print(cmp.describe(args.tolerance))
-    return 0 if cmp.ok(args.tolerance) else 1
+    return inputs, ff
 
 
 # ------------------------------------------------------------------------------------------------
@@ -329,7 +363,7 @@ def _register_demo(sub: Any) -> None:
         "(replaced on every run).",
     )
     p.add_argument("--bag", help="input bag (default: the repository's data/puma560_sample)")
-    p.add_argument("--robot", default=_default_robot(), help="default: %(default)s")
+    add_robot_options(p, positional=False, default=DEFAULT_ROBOT)
     p.add_argument("--out", default="out/demo", help="output directory (default: %(default)s)")
     p.add_argument("--rate", type=float, default=1.0, help="replay speed factor (default: %(default)s)")
     p.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: a free one, see docs/rosbag.md)")
@@ -337,14 +371,22 @@ def _register_demo(sub: Any) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from robot_dynamics.ros.demo import run
+    from robot_dynamics.ros.demo import robot_parameters, run
+    from robot_dynamics.user_input import parse_locked_joints
 
+    _positive(args.rate, "--rate")
+    model = load_robot_from_args(args)
+    joint_map = joint_map_from_args(args)
+    chain = robot_parameters(args.base_link, args.tip_link, parse_locked_joints(args.lock_joint), joint_map)
     return run(
         bag=Path(args.bag) if args.bag else None,
         robot=args.robot,
         out=Path(args.out),
         rate=args.rate,
         domain_id=args.domain_id,
+        model=model,
+        chain=chain,
+        joint_map=joint_map,
     )
 
 
@@ -360,12 +402,13 @@ def _register_sample(sub: Any) -> None:
         "options give the same bag, byte for byte.",
     )
     p.add_argument("out", nargs="?", default=str(DEFAULT_PATH), help="output bag (default: %(default)s)")
-    p.add_argument("--robot", default=d.robot, help="default: %(default)s")
+    add_robot_options(p, positional=False, default=d.robot)
     p.add_argument("--duration", type=float, default=d.duration, help="s (default: %(default)s)")
     p.add_argument("--rate", type=float, default=d.rate, help="joint_states rate, Hz (default: %(default)s)")
     p.add_argument("--seed", type=int, default=d.seed, help="noise seed (default: %(default)s)")
     p.add_argument("--storage", choices=("mcap", "sqlite3"), default=d.storage)
     p.add_argument("--force", action="store_true", help="replace an existing bag")
+    p.add_argument("--json", action="store_true", help="print the bag's summary as JSON")
     p.set_defaults(func=run_sample)
 
 
@@ -373,13 +416,26 @@ def run_sample(args: argparse.Namespace) -> int:
     from robot_dynamics.bag import io
     from robot_dynamics.bag.sample import SampleSettings, write_sample_bag
 
-    if not args.duration > 1.5:
-        raise RobotDynamicsError(f"--duration must be more than 1.5 s, got {args.duration}")
-    if not args.rate > 0:
-        raise RobotDynamicsError(f"--rate must be positive, got {args.rate}")
+    if not 1.5 < args.duration < math.inf:
+        raise RobotDynamicsError(f"--duration must be more than 1.5 s (and finite), got {args.duration}")
+    if not 0 < args.rate < math.inf:
+        raise RobotDynamicsError(f"--rate must be positive and finite, got {args.rate}")
+    model = load_robot_from_args(args)
     settings = SampleSettings(
         robot=args.robot, duration=args.duration, rate=args.rate, seed=args.seed, storage=args.storage
     )
-    write_sample_bag(args.out, settings, overwrite=args.force)
-    print(io.bag_summary(args.out).describe())
+    write_sample_bag(args.out, settings, overwrite=args.force, model=model, joint_map=joint_map_from_args(args))
+    summary = io.bag_summary(args.out)
+    if args.json:
+        topics = [{"topic": t.topic, "type": t.msgtype, "messages": t.count} for t in summary.topics.values()]
+        payload = {
+            "bag": str(summary.path),
+            "storage": summary.storage,
+            "messages": summary.message_count,
+            "duration_s": summary.duration_ns * 1e-9,
+            "topics": topics,
+        }
+        print(json.dumps(payload))
+    else:
+        print(summary.describe())
     return 0

@@ -6,81 +6,60 @@
 
 ROBOT is a bundled name (``puma560``), a DH YAML or a URDF file. Joint values are numbers separated
 by spaces or commas; ``pi`` and arithmetic (``pi/2``, ``-3*pi/4``) are allowed, or the name of one of
-the robot's named poses (``--q qr``). Missing vectors are zero.
+the robot's named poses (``--q qr``). ``--q`` is required; a missing ``--qd``/``--qdd``/``--tau``
+is zero, and a note on standard error says so (the JSON output lists the values used).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
-import math
-import operator
+import sys
 from typing import Any
 
 import numpy as np
 
 from ..errors import StateError
 from ..model import FloatArray, RobotModel
-
-_OPERATORS: dict[type, Any] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Pow: operator.pow,
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-}
-
-
-def _number(text: str, option: str) -> float:
-    """A number or a small arithmetic expression with ``pi`` (no names, calls or attributes)."""
-
-    def evaluate(node: ast.AST) -> float:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return float(node.value)
-        if isinstance(node, ast.Name) and node.id == "pi":
-            return math.pi
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-            return float(_OPERATORS[type(node.op)](evaluate(node.left), evaluate(node.right)))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
-            return float(_OPERATORS[type(node.op)](evaluate(node.operand)))
-        raise ValueError
-
-    try:
-        return evaluate(ast.parse(text.strip(), mode="eval").body)
-    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError):
-        raise StateError(f"{option}: {text!r} is not a number (numbers, pi and + - * / are allowed)") from None
+from ..user_input import non_finite_message, parse_number
+from ._options import add_robot_options, load_robot_from_args
 
 
 def parse_vector(tokens: list[str] | None, model: RobotModel, option: str, size: int | None = None) -> FloatArray:
-    """Joint values from the command line (see the module docstring)."""
+    """Joint values from the command line (see the module docstring); zeros when not given."""
     n = model.dof if size is None else size
     if not tokens:
         return np.zeros(n)
     if len(tokens) == 1 and tokens[0] in model.named_poses and size is None:
         return np.array(model.named_poses[tokens[0]], dtype=float)
     parts = [p for token in tokens for p in token.replace(",", " ").split()]
-    values = np.array([_number(p, option) for p in parts])
+    values = np.array([parse_number(p, option, finite=False) for p in parts])
     if values.shape != (n,):
         poses = f"; named poses: {sorted(model.named_poses)}" if model.named_poses and size is None else ""
         raise StateError(f"{option}: expected {n} values for robot {model.name!r}, got {len(values)}{poses}")
+    problem = non_finite_message(option, values, model.joint_names if size is None else None)
+    if problem:
+        raise StateError(problem)
     return values
 
 
-def _load(args: argparse.Namespace) -> RobotModel:
-    from .. import load_robot
+def _vectors(args: argparse.Namespace, model: RobotModel, names: tuple[str, ...]) -> list[FloatArray]:
+    """The joint vectors ``names`` (see :func:`_note_zeros`)."""
+    return [parse_vector(getattr(args, k), model, f"--{k}") for k in names]
 
-    return load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link)
+
+def _note_zeros(args: argparse.Namespace, names: tuple[str, ...]) -> None:
+    """A note on standard error naming the vectors that were not given (zero), once the results are in."""
+    zero = [f"--{k}" for k in names if not getattr(args, k)]
+    if zero:
+        print(f"robot-dynamics {args.command}: note: {', '.join(zero)} not given: zero", file=sys.stderr)
 
 
 def _add_common(parser: argparse.ArgumentParser, vectors: list[tuple[str, str]]) -> None:
-    parser.add_argument("robot", metavar="ROBOT", help="bundled robot name, DH YAML or URDF file")
-    parser.add_argument("--base-link", default=None, help="URDF: chain base link")
-    parser.add_argument("--tip-link", default=None, help="URDF: chain tip link")
+    add_robot_options(parser, positional=True, default=None, joint_map=False)
+    parser.add_argument("--q", nargs="+", metavar="V", required=True, help="joint positions (required)")
     for name, text in vectors:
-        parser.add_argument(f"--{name}", nargs="+", metavar="V", help=text)
+        parser.add_argument(f"--{name}", nargs="+", metavar="V", help=f"{text} (default: zero)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -101,8 +80,8 @@ def _matrix(name: str, value: FloatArray) -> str:
 def _run_id(args: argparse.Namespace) -> int:
     from ..dynamics import inverse_dynamics
 
-    model = _load(args)
-    q, qd, qdd = (parse_vector(getattr(args, k), model, f"--{k}") for k in ("q", "qd", "qdd"))
+    model = load_robot_from_args(args)
+    q, qd, qdd = _vectors(args, model, ("q", "qd", "qdd"))
     wrench = parse_vector(args.wrench, model, "--wrench", size=6) if args.wrench else None
     result = inverse_dynamics(
         model,
@@ -125,9 +104,17 @@ def _run_id(args: argparse.Namespace) -> int:
             "tool_wrench": result.tool_wrench,
             "friction": result.friction,
         }
+    _note_zeros(args, ("qd", "qdd"))
     if args.json:
         keys = ("inertial", "coriolis_centrifugal", "gravity", "friction", "motor_inertia", "tool_wrench")
-        payload: dict[str, Any] = {"robot": model.name, "joint_names": model.joint_names, "tau": result.total.tolist()}
+        payload: dict[str, Any] = {
+            "robot": model.name,
+            "joint_names": model.joint_names,
+            "q": q.tolist(),
+            "qd": qd.tolist(),
+            "qdd": qdd.tolist(),
+            "tau": result.total.tolist(),
+        }
         if args.breakdown:
             payload["breakdown"] = {k: getattr(result, k).tolist() for k in keys}
         print(json.dumps(payload))
@@ -139,8 +126,8 @@ def _run_id(args: argparse.Namespace) -> int:
 def _run_coefficients(args: argparse.Namespace) -> int:
     from ..dynamics import coriolis_centrifugal, coriolis_matrix, coriolis_tensor, gravity_torques, inertia_matrix
 
-    model = _load(args)
-    q, qd = (parse_vector(getattr(args, k), model, f"--{k}") for k in ("q", "qd"))
+    model = load_robot_from_args(args)
+    q, qd = _vectors(args, model, ("q", "qd"))
     values = {
         "D": inertia_matrix(model, q),
         "h": coriolis_centrifugal(model, q, qd),
@@ -149,6 +136,7 @@ def _run_coefficients(args: argparse.Namespace) -> int:
     }
     if args.tensor:
         values["h_ikm"] = coriolis_tensor(model, q)
+    _note_zeros(args, ("qd",))
     if args.json:
         payload = {"robot": model.name, "joint_names": model.joint_names, "q": q.tolist(), "qd": qd.tolist()}
         payload |= {k: v.tolist() for k, v in values.items()}
@@ -162,11 +150,13 @@ def _run_coefficients(args: argparse.Namespace) -> int:
 def _run_fd(args: argparse.Namespace) -> int:
     from ..dynamics import forward_dynamics
 
-    model = _load(args)
-    q, qd, tau = (parse_vector(getattr(args, k), model, f"--{k}") for k in ("q", "qd", "tau"))
+    model = load_robot_from_args(args)
+    q, qd, tau = _vectors(args, model, ("q", "qd", "tau"))
     qdd = forward_dynamics(model, q, qd, tau, friction=not args.no_friction)
+    _note_zeros(args, ("qd", "tau"))
     if args.json:
-        print(json.dumps({"robot": model.name, "joint_names": model.joint_names, "qdd": qdd.tolist()}))
+        payload = {"robot": model.name, "joint_names": model.joint_names, "q": q.tolist(), "qd": qd.tolist()}
+        print(json.dumps(payload | {"tau": tau.tolist(), "qdd": qdd.tolist()}))
     else:
         print(_table(model.joint_names, {"qdd": qdd}))
     return 0
@@ -174,7 +164,7 @@ def _run_fd(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("id", help="inverse dynamics: joint torques for q, qd, qdd")
-    _add_common(parser, [("q", "joint positions"), ("qd", "joint velocities"), ("qdd", "joint accelerations")])
+    _add_common(parser, [("qd", "joint velocities"), ("qdd", "joint accelerations")])
     parser.add_argument("--no-friction", action="store_true", help="rigid body (+ motor inertia) only")
     parser.add_argument("--smooth", action="store_true", help="chatter-free friction variants")
     parser.add_argument(
@@ -185,11 +175,11 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=_run_id)
 
     parser = subparsers.add_parser("coefficients", help="D, h, c and the Coriolis matrix C at q, qd")
-    _add_common(parser, [("q", "joint positions"), ("qd", "joint velocities")])
+    _add_common(parser, [("qd", "joint velocities")])
     parser.add_argument("--tensor", action="store_true", help="also print h_ikm")
     parser.set_defaults(func=_run_coefficients)
 
     parser = subparsers.add_parser("fd", help="forward dynamics: joint accelerations for q, qd, tau")
-    _add_common(parser, [("q", "joint positions"), ("qd", "joint velocities"), ("tau", "joint torques")])
+    _add_common(parser, [("qd", "joint velocities"), ("tau", "joint torques")])
     parser.add_argument("--no-friction", action="store_true", help="ignore friction")
     parser.set_defaults(func=_run_fd)

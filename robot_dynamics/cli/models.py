@@ -7,48 +7,37 @@ URDF file (``--base-link``/``--tip-link`` choose its chain).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..io.dh_yaml import dh_reference
 from ..io.export_urdf import model_to_urdf
-from ..io.robots import DEFAULT_ROBOT, bundled_robots, load_robot
+from ..io.robots import DEFAULT_ROBOT, bundled_robots
 from ..model import Joint, RobotModel, dh_joint_frames
-
-
-def _add_robot_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "robot",
-        nargs="?",
-        default=DEFAULT_ROBOT,
-        help=f"bundled robot name, DH YAML file or URDF file (default: {DEFAULT_ROBOT})",
-    )
-    parser.add_argument("--base-link", default=None, help="URDF only: first link of the chain (default: the root)")
-    parser.add_argument("--tip-link", default=None, help="URDF only: last link of the chain (default: the only leaf)")
+from ._options import add_robot_options, load_robot_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     info = subparsers.add_parser("info", help="print a robot's chain, masses, limits, motors and named poses")
-    _add_robot_arguments(info)
+    add_robot_options(info, positional=True, joint_map=False)
     info.add_argument("--list", action="store_true", help="list the bundled robots and exit")
+    info.add_argument("--json", action="store_true", help="print JSON instead of text")
     info.set_defaults(func=run_info)
 
     export = subparsers.add_parser("export-urdf", help="write a robot (e.g. a DH YAML robot) as URDF")
-    _add_robot_arguments(export)
+    add_robot_options(export, positional=True, joint_map=False)
     export.add_argument("--out", "-o", default=None, help="output file (default: standard output)")
     export.add_argument("--no-visuals", action="store_true", help="omit the cylinder visuals")
     export.set_defaults(func=run_export)
 
 
-def _load(args: argparse.Namespace) -> RobotModel:
-    return load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link)
-
-
 def run_export(args: argparse.Namespace) -> int:
-    model = _load(args)
+    model = load_robot_from_args(args)
     text = model_to_urdf(model, visuals=not args.no_visuals)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
@@ -166,11 +155,71 @@ def describe(model: RobotModel) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _motor_json(m: Any) -> dict[str, Any]:
+    return {"inertia": m.inertia, "gear_ratio": m.gear_ratio, "viscous": m.viscous, "coulomb": list(m.coulomb)}
+
+
+def as_json(model: RobotModel) -> dict[str, Any]:
+    """What ``robot-dynamics info --json`` prints: SI units (rad, m, kg), ``com`` in the joint frame
+    ``F_i`` (the model's frame; ``info`` prints DH frame ``i`` for DH robots), limits ``null`` when
+    infinite or continuous."""
+
+    def finite(value: float) -> float | None:
+        return float(value) if math.isfinite(value) else None
+
+    joints = []
+    for j in model.joints:
+        m = j.motor
+        joints.append(
+            {
+                "name": j.name,
+                "type": "prismatic" if j.is_prismatic else "revolute",
+                "continuous": bool(j.continuous),
+                "axis": j.axis.tolist(),
+                "lower": None if j.continuous else finite(j.limits.lower),
+                "upper": None if j.continuous else finite(j.limits.upper),
+                "link": j.link_name,
+                "mass": float(j.link.mass),
+                "com": j.link.com.tolist(),
+                "motor": None
+                if m is None
+                else {
+                    "inertia": m.inertia,
+                    "gear_ratio": m.gear_ratio,
+                    "viscous": m.viscous,
+                    "coulomb": list(m.coulomb),
+                },
+                "friction": _friction_text(j),
+            }
+        )
+    return {
+        "robot": model.name,
+        "source": model.source,
+        "convention": f"{model.dh.convention} DH" if model.dh is not None else "URDF",
+        "dof": model.dof,
+        "gravity": model.gravity.tolist(),
+        "base_link": model.base_link,
+        "tip_link": model.tip_link,
+        "motor_inertia_in_d": model.motor_inertia_in_d,
+        "joint_names": model.joint_names,
+        "joints": joints,
+        "named_poses": {name: q.tolist() for name, q in model.named_poses.items()},
+    }
+
+
 def run_info(args: argparse.Namespace) -> int:
     if args.list:
-        for name in bundled_robots():
+        names = bundled_robots()
+        if args.json:
+            print(json.dumps({"robots": names, "default": DEFAULT_ROBOT}))
+            return 0
+        for name in names:
             marker = " (default)" if name == DEFAULT_ROBOT else ""
             print(f"{name}{marker}")
         return 0
-    sys.stdout.write(describe(_load(args)))
+    model = load_robot_from_args(args)
+    if args.json:
+        print(json.dumps(as_json(model)))
+    else:
+        sys.stdout.write(describe(model))
     return 0

@@ -200,12 +200,15 @@ def build_model(
         warn(f"{source}: joints above base link {base!r} are held at zero: {', '.join(above)}")
 
     index = {j.name: k for k, j in enumerate(chain.joints)}
+    in_file = {j.name for j in tree.joints}
     for name in list(extension.motors) + list(extension.frictions):
-        if name not in index:
+        # motor/friction data of a joint that is in the file but off the chosen chain (locked, held, on
+        # another branch) does not act on the chain: it is dropped; a name the file does not have is an error
+        if name not in index and name not in in_file:
             raise ModelError(
                 source,
                 f"<{EXTENSION_TAG}>/joint[{name}]",
-                f"not a joint of the chain{suggest(name, list(index))} (chain joints: {', '.join(index)})",
+                f"no such joint in the file{suggest(name, sorted(in_file))} (chain joints: {', '.join(index)})",
             )
     joints = tuple(
         Joint(

@@ -3,7 +3,9 @@
 * robot loading from the ``robot_description`` parameter (URDF text), the ``robot_description`` topic
   (``std_msgs/String``, reliable + transient-local, as ``robot_state_publisher`` publishes it) or the
   ``robot_config`` parameter (DH YAML path, URDF path or bundled robot name; default the bundled
-  default robot), with ``base_link``/``tip_link`` and an optional ``gravity`` override;
+  default robot), with ``base_link``/``tip_link``, ``locked_joints`` and an optional ``gravity``
+  override; ``joint_map`` renames the model's joints to the topics' names, so every interface of
+  the node (joint states, trajectories, outputs, service requests and responses) uses those;
 * message validation: joint names matched to the model (any order, extra joints ignored for joint
   states), NaN/inf, lengths, trajectories;
 * throttled warnings per reason, counters and ``diagnostic_msgs/DiagnosticArray`` status;
@@ -38,9 +40,10 @@ from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 
 from robot_dynamics.dynamics import prepare
-from robot_dynamics.errors import StateError
+from robot_dynamics.errors import RobotDynamicsError, StateError
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.trajectory import JointTrajectorySampler
+from robot_dynamics.user_input import non_finite_message, parse_joint_map, parse_locked_joints, renamed_model
 
 #: QoS of the ``robot_description`` topic (as robot_state_publisher publishes it).
 ROBOT_DESCRIPTION_QOS = QoSProfile(
@@ -167,13 +170,6 @@ def name_index(model_joints: Sequence[str], names: Sequence[str], *, allow_extra
     return np.array([lookup[j] for j in model_joints], dtype=np.intp)
 
 
-def _first_nonfinite(values: FloatArray, names: Sequence[str]) -> str | None:
-    bad = np.flatnonzero(~np.isfinite(values))
-    if bad.size == 0:
-        return None
-    return f"{names[int(bad[0])]}={values[int(bad[0])]}"
-
-
 class JointStateMatcher:
     """Picks the model's joints out of ``sensor_msgs/JointState`` messages (by name, any order).
 
@@ -212,10 +208,9 @@ class JointStateMatcher:
         else:
             qd = self._zeros.copy()
         if not (np.isfinite(q).all() and np.isfinite(qd).all()):
-            bad = _first_nonfinite(q, self.joint_names)
-            which = "position" if bad else "velocity"
-            bad = bad or _first_nonfinite(qd, self.joint_names)
-            raise StateError(f"{what}: non-finite {which} {bad}")
+            problem = non_finite_message(f"{what}: position", q, self.joint_names)
+            problem = problem or non_finite_message(f"{what}: velocity", qd, self.joint_names)
+            raise StateError(problem)
         return q, qd
 
 
@@ -248,10 +243,9 @@ def ordered_arrays(
         if arr.size != count:
             names = "joint names" if joint_names else "model joints"
             raise StateError(f"{what}: {field} has {arr.size} values for {count} {names}")
-        if not np.isfinite(arr).all():
-            bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-            label = joint_names[bad] if joint_names else model_joints[bad]
-            raise StateError(f"{what}: {field} of joint {label!r} is not finite ({arr[bad]})")
+        problem = non_finite_message(f"{what}: {field}", arr, list(joint_names) if joint_names else model_joints)
+        if problem:
+            raise StateError(problem)
         out[field] = arr[index]
     return out
 
@@ -274,6 +268,9 @@ def trajectory_from_msg(msg: Any, model_joints: Sequence[str]) -> JointTrajector
             values = getattr(point, field)
             if len(values) not in (0, count) or (field == "positions" and len(values) != count):
                 raise StateError(f"trajectory point {k}: {len(values)} {field} for {count} joint names")
+            problem = non_finite_message(f"trajectory point {k}: {field}", values, names) if len(values) else None
+            if problem:
+                raise StateError(problem)
             rows.append(values)
     blocks: dict[str, FloatArray | None] = {}
     for field, rows in fields.items():
@@ -372,10 +369,14 @@ def load_robot_model(
     tip_link: str = "",
     gravity: Sequence[float] | None = None,
     warn: Callable[[str], object] | None = None,
+    locked_joints: Mapping[str, float] | None = None,
+    joint_map: Mapping[str, str] | None = None,
 ) -> RobotModel:
     """The model from URDF text (``description``, preferred) or a robot config; StartupError if bad.
 
-    Python warnings of the loader (e.g. ``ModelWarning``) go to ``warn`` (one line each).
+    ``locked_joints`` (``{name: position}``) are made rigid by the loader; ``joint_map`` (``{topic
+    name: model name}``) renames the model's joints to the topics' names. Python warnings of the
+    loader (e.g. ``ModelWarning``) go to ``warn`` (one line each).
     """
     from robot_dynamics.io import DEFAULT_ROBOT, load_robot  # the models area; imported when needed
 
@@ -387,7 +388,12 @@ def load_robot_model(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = load_robot(source, base_link or None, tip_link or None)
+            model = load_robot(
+                source,
+                base_link or None,
+                tip_link or None,
+                locked_joints=dict(locked_joints) if locked_joints else None,
+            )
     except (ValueError, KeyError, OSError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         raise StartupError(f"cannot load {what}: {one_line(message)}") from None
@@ -400,7 +406,10 @@ def load_robot_model(
         if g.shape != (3,) or not np.isfinite(g).all():
             raise StartupError(f"parameter gravity must be 3 finite numbers (world frame), got {list(gravity)}")
         model = model.with_changes(gravity=g)
-    return model
+    try:
+        return renamed_model(model, joint_map or {}, "parameter joint_map")
+    except RobotDynamicsError as exc:
+        raise StartupError(f"cannot use {what}: {one_line(exc)}") from None
 
 
 ParameterCheck = Callable[[Any], "str | None"]
@@ -438,6 +447,16 @@ class RobotNode(Node):
         self.declare("robot_description_timeout", 0.0, "seconds to wait for the robot_description topic (0 = forever)")
         self.declare("base_link", "", "first link of the chain (empty = the model's root)", read_only=True)
         self.declare("tip_link", "", "last link of the chain (empty = the model's tip)", read_only=True)
+        self.declare_untyped(
+            "locked_joints",
+            "joints made rigid, as 'NAME=POSITION' strings (rad or m; 'NAME' alone = 0), e.g. "
+            "['panda_finger_joint1', 'panda_finger_joint2=0.04']",
+        )
+        self.declare_untyped(
+            "joint_map",
+            "topic joint names of model joints, as 'TOPIC_NAME=MODEL_NAME' strings; the node then uses the "
+            "topic names everywhere (inputs, outputs, services)",
+        )
         self.declare_parameter(
             "gravity",
             Parameter.Type.DOUBLE_ARRAY,
@@ -461,13 +480,41 @@ class RobotNode(Node):
         self.add_post_set_parameters_callback(self._apply_parameters)
         self._waiting_since = time.monotonic()
         self._description_sub: Any = None
+        self._locks: dict[str, float] = {}
+        self._joint_map: dict[str, str] = {}
 
     # -- parameters -------------------------------------------------------------------------------
     def declare(self, name: str, default: Any, description: str, *, read_only: bool = False) -> None:
         self.declare_parameter(name, default, ParameterDescriptor(description=description, read_only=read_only))
 
+    def declare_untyped(self, name: str, description: str) -> None:
+        """A read-only parameter that may be left unset (string arrays: ROS cannot type an empty list)."""
+        self.declare_parameter(
+            name, None, ParameterDescriptor(description=description, read_only=True, dynamic_typing=True)
+        )
+
     def param(self, name: str) -> Any:
         return self.get_parameter(name).value
+
+    def string_list_param(self, name: str) -> list[str]:
+        """A string-array parameter; a single string is split at commas; unset = empty."""
+        value = self.optional_param(name)
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [item for item in (part.strip() for part in value.split(",")) if item]
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return list(value)
+        raise StartupError(f"parameter {name}: expected a string array such as ['a=b'], got {value!r}")
+
+    def robot_options(self) -> tuple[dict[str, float], dict[str, str]]:
+        """The ``locked_joints`` and ``joint_map`` parameters, parsed; StartupError if malformed."""
+        try:
+            locks = parse_locked_joints(self.string_list_param("locked_joints"), "parameter locked_joints")
+            mapping = parse_joint_map(self.string_list_param("joint_map"), "parameter joint_map")
+        except RobotDynamicsError as exc:
+            raise StartupError(str(exc)) from None
+        return locks, mapping
 
     def optional_param(self, name: str) -> Any:
         """The value of a parameter declared without a default, or None when it was not set."""
@@ -507,6 +554,7 @@ class RobotNode(Node):
         description = str(self.param("robot_description"))
         gravity = self.optional_param("gravity")
         self._gravity = None if gravity is None else list(gravity)
+        self._locks, self._joint_map = self.robot_options()
         if not description.strip() and self.param("use_robot_description_topic"):
             self._description_sub = self.create_subscription(
                 String, "robot_description", self._on_description, ROBOT_DESCRIPTION_QOS
@@ -528,6 +576,8 @@ class RobotNode(Node):
                 self.param("tip_link"),
                 self._gravity,
                 self.get_logger().warning,
+                self._locks,
+                self._joint_map,
             )
         )
 
@@ -535,7 +585,14 @@ class RobotNode(Node):
         first = self.model is None
         try:
             model = load_robot_model(
-                msg.data, "", self.param("base_link"), self.param("tip_link"), self._gravity, self.get_logger().warning
+                msg.data,
+                "",
+                self.param("base_link"),
+                self.param("tip_link"),
+                self._gravity,
+                self.get_logger().warning,
+                self._locks,
+                self._joint_map,
             )
         except StartupError as exc:
             if first:
@@ -561,8 +618,10 @@ class RobotNode(Node):
         with self._model_lock:
             self.on_model(model)
             self.model = model
+        mapped = f" (topic names; joint_map {self._joint_map})" if self._joint_map else ""
+        locked = f", locked joints {self._locks}" if self._locks else ""
         self.get_logger().info(
-            f"robot {model.name!r}: {model.dof} joints {model.joint_names}, "
+            f"robot {model.name!r}: {model.dof} joints {model.joint_names}{mapped}{locked}, "
             f"{model.base_link} -> {model.tip_link}, gravity {model.gravity.tolist()}, {self.backend} backend"
         )
 
@@ -606,6 +665,7 @@ class RobotNode(Node):
             ("compute_p99_us", f"{s['compute_p99_us']:.1f}"),
             ("compute_max_us", f"{s['compute_max_us']:.1f}"),
             *((f"rejected[{k}]", str(v)) for k, v in sorted(self.stats.rejected_by_reason.items())),
+            *((("joint_map", ",".join(f"{t}={m}" for t, m in self._joint_map.items())),) if self._joint_map else ()),
             *self.diagnostic_values(),
         ]
         status = DiagnosticStatus(

@@ -18,6 +18,7 @@ and test runs on one machine never share a domain, and ``ROS_AUTOMATIC_DISCOVERY
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import random
 import signal
@@ -25,12 +26,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from robot_dynamics.model import RobotModel
     from robot_dynamics.ros.replay import ReadyHook
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,6 +73,25 @@ def reserve_domain_id() -> tuple[int, IO[str]]:
     raise RuntimeError("no free ROS_DOMAIN_ID in 1..101")
 
 
+def robot_parameters(
+    base_link: str | None = None,
+    tip_link: str | None = None,
+    locked_joints: Mapping[str, float] | None = None,
+    joint_map: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The nodes' chain parameters (``-p NAME:=VALUE`` text) for the command line's robot options."""
+    out: dict[str, str] = {}
+    if base_link:
+        out["base_link"] = base_link
+    if tip_link:
+        out["tip_link"] = tip_link
+    if locked_joints:
+        out["locked_joints"] = json.dumps([f"{name}={value!r}" for name, value in locked_joints.items()])
+    if joint_map:
+        out["joint_map"] = json.dumps([f"{bag}={model}" for bag, model in joint_map.items()])
+    return out
+
+
 def start_nodes(
     robot: str,
     log: IO[bytes],
@@ -77,7 +100,10 @@ def start_nodes(
     *,
     service: bool = True,
 ) -> subprocess.Popen[bytes]:
-    """``robot_dynamics_bringup`` (feed-forward + service node) in its own process, on ``use_sim_time``."""
+    """``robot_dynamics_bringup`` (feed-forward + service node) in its own process, on ``use_sim_time``.
+
+    ``parameters``: more node parameters (default :data:`NODE_PARAMETERS`), as ``-p`` text.
+    """
     command = [sys.executable, "-m", "robot_dynamics.ros.bringup"]
     if not service:
         command.append("--no-service")
@@ -114,7 +140,12 @@ def run(
     out: Path = Path("out/demo"),
     rate: float = 1.0,
     domain_id: int | None = None,
+    model: RobotModel | None = None,
+    chain: Mapping[str, str] | None = None,
+    joint_map: Mapping[str, str] | None = None,
 ) -> int:
+    """The demo; ``model``: the robot ``robot`` already loaded with the options ``chain`` (node
+    parameters from :func:`robot_parameters`); ``joint_map``: bag name → model name."""
     from robot_dynamics import load_robot
     from robot_dynamics.bag import evaluate as ev_mod
     from robot_dynamics.bag import io
@@ -138,8 +169,8 @@ def run(
     os.environ.pop("ROS_LOCALHOST_ONLY", None)
 
     # 1. offline evaluation ---------------------------------------------------------------------
-    model = load_robot(robot)
-    inputs = ev_mod.read_inputs(bag_path, model)
+    model = model if model is not None else load_robot(robot)
+    inputs = ev_mod.read_inputs(bag_path, model, joint_map=joint_map)
     ev = ev_mod.evaluate(
         model, inputs.series, inputs.trajectories, smooth=True, friction_velocity="desired", bag=str(bag_path)
     )
@@ -159,7 +190,7 @@ def run(
 
     record = {"/feedforward/efforts": io.JOINT_STATE, "/feedforward/commands": io.FLOAT64_MULTIARRAY}
     with open(out / "nodes.log", "wb") as log:
-        nodes = start_nodes(robot, log, env)
+        nodes = start_nodes(robot, log, env, {**NODE_PARAMETERS, **(chain or {})})
         try:
             t_nodes = time.monotonic()
             result = replay(
@@ -180,7 +211,9 @@ def run(
         _say(f"  warning: the nodes exited with status {nodes.returncode} (see {out / 'nodes.log'})")
 
     # 4. check and report -------------------------------------------------------------------------
-    recorded = io.decode_joint_states(result.recordings["/feedforward/efforts"], model.joint_names)
+    # the node publishes the topic's (the bag's) joint names
+    recorded = io.decode_joint_states(result.recordings["/feedforward/efforts"], inputs.names)
+    recorded = replace(recorded, names=inputs.series.names)
     assert ev.feedforward is not None
     cmp = ev_mod.compare_feedforward(inputs.series, ev.feedforward, recorded)
     commands = result.recordings["/feedforward/commands"]

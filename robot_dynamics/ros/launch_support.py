@@ -49,13 +49,39 @@ def read_urdf(path: str) -> str:
     return p.read_text()
 
 
-def robot_parameters(robot_config: str, urdf: str, friction: str) -> dict[str, Any]:
-    """Parameters shared by the nodes for the launch arguments ``robot_config``, ``urdf``, ``friction``."""
+def _items(text: str) -> list[str]:
+    return [item for item in (part.strip() for part in text.split(",")) if item]
+
+
+def robot_parameters(
+    robot_config: str,
+    urdf: str,
+    friction: str,
+    base_link: str = "",
+    tip_link: str = "",
+    locked_joints: str = "",
+    joint_map: str = "",
+) -> dict[str, Any]:
+    """Parameters shared by the nodes for the launch arguments ``robot_config``, ``urdf``, ``friction``,
+    ``base_link``, ``tip_link``, ``locked_joints`` (``"NAME=POS,NAME"``) and ``joint_map``
+    (``"TOPIC_NAME=MODEL_NAME,..."``); the two lists are checked here and passed as string arrays."""
+    from robot_dynamics.user_input import parse_joint_map, parse_locked_joints
+
     params: dict[str, Any] = {"friction": parse_bool(friction, "friction")}
     if urdf.strip():
         params["robot_description"] = read_urdf(urdf)
     elif robot_config.strip():
         params["robot_config"] = robot_config.strip()
+    for name, value in (("base_link", base_link), ("tip_link", tip_link)):
+        if value.strip():
+            params[name] = value.strip()
+    locks, mapping = _items(locked_joints), _items(joint_map)
+    parse_locked_joints(locks, "launch argument locked_joints")
+    parse_joint_map(mapping, "launch argument joint_map")
+    if locks:
+        params["locked_joints"] = locks
+    if mapping:
+        params["joint_map"] = mapping
     return params
 
 

@@ -12,7 +12,8 @@ Services (relative names, remappable; definitions in ``robot_dynamics_interfaces
   (:mod:`.payload_service`).
 
 Every response has ``success`` and ``message`` (the reason when ``success`` is false) and the joint
-names of its arrays (the model's order). Matrices are ``std_msgs/Float64MultiArray``, row-major, with
+names of its arrays (the model's order; the topic names when the ``joint_map`` parameter renames
+joints, which requests may use too). Matrices are ``std_msgs/Float64MultiArray``, row-major, with
 filled layouts.
 """
 
@@ -39,6 +40,7 @@ from robot_dynamics.ros.common import (
     to_multiarray,
 )
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
+from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
 _srv: Any = import_module("robot_dynamics_interfaces.srv")
@@ -48,6 +50,7 @@ InverseDynamics = _srv.InverseDynamics
 SimulateTrajectory = _srv.SimulateTrajectory
 
 FRICTION_NODE_DEFAULT, FRICTION_ON, FRICTION_OFF = 0, 1, 2
+WRENCH_COMPONENTS = ("force.x", "force.y", "force.z", "torque.x", "torque.y", "torque.z")
 TORQUE_CONSTANT, TORQUE_PROFILE, TORQUE_GRAVITY_COMPENSATION, TORQUE_PD = 0, 1, 2, 3
 
 
@@ -188,8 +191,9 @@ class DynamicsServiceNode(RobotNode):
         if req.use_tool_wrench:
             f, m = req.tool_wrench.force, req.tool_wrench.torque
             wrench = np.array([f.x, f.y, f.z, m.x, m.y, m.z], dtype=np.float64)
-            if not np.isfinite(wrench).all():
-                raise RequestError(f"tool_wrench is not finite: {wrench.tolist()}")
+            problem = non_finite_message("tool_wrench", wrench, WRENCH_COMPONENTS, "component")
+            if problem:
+                raise RequestError(problem)
         b = self.engine.inverse_dynamics(
             model,
             a["position"],
@@ -311,9 +315,10 @@ def _profile_law(model: RobotModel, profile: Any) -> Any:
                 f"effort_profile point {k}: {len(p.effort)} efforts for {len(profile.joint_names)} joints"
             )
         rows.append(np.asarray(p.effort, dtype=np.float64)[index])
+        problem = non_finite_message(f"effort_profile point {k}: effort", rows[-1], model.joint_names)
+        if problem:
+            raise RequestError(problem)
     efforts = np.array(rows)
-    if not np.isfinite(efforts).all():
-        raise RequestError("effort_profile has non-finite efforts")
     return TorqueProfile(times, efforts)
 
 

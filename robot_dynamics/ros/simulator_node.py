@@ -51,6 +51,7 @@ from robot_dynamics.ros.common import (
     ordered_arrays,
     run_nodes,
 )
+from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
 ResetSimulation: Any = import_module("robot_dynamics_interfaces.srv").ResetSimulation
@@ -164,8 +165,9 @@ class SimulatorNode(RobotNode):
         if data.size != model.dof:
             self.reject("commands", f"{data.size} values for {model.dof} joints {model.joint_names}")
             return
-        if not np.isfinite(data).all():
-            self.reject("commands", f"non-finite torque {data.tolist()}")
+        problem = non_finite_message("commands", data, model.joint_names)
+        if problem:
+            self.reject("commands", problem)
             return
         self._accept(data.copy())
 
@@ -190,8 +192,9 @@ class SimulatorNode(RobotNode):
             self.reject("joint_commands", f"{effort.size} efforts for {len(key)} joint names")
             return
         tau = effort[index]
-        if not np.isfinite(tau).all():
-            self.reject("joint_commands", f"non-finite effort {tau.tolist()}")
+        problem = non_finite_message("joint_commands: effort", tau, model.joint_names)
+        if problem:
+            self.reject("joint_commands", problem)
             return
         self._accept(tau)
 

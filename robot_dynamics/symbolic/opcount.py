@@ -119,6 +119,14 @@ def count_all(exprs: Iterable[sp.Expr]) -> Ops:
     return total
 
 
+def trig_calls(assignments: Iterable[tuple[sp.Symbol, sp.Expr]]) -> int:
+    """``sin``/``cos`` calls of a generated program, i.e. of its assignments as the code generators
+    print them (``Program.all_assignments()``): each joint angle's sine and cosine appear once, and
+    only for the joints whose angle the dynamics needs (the PUMA 560 needs ``q2..q5``: 8 calls; the
+    Stanford arm ``q2``, ``q4``, ``q5``: 6 calls)."""
+    return count_all(e for _, e in assignments).trig
+
+
 TABLE_2_10: dict[str, dict[str, tuple[int, int] | None]] = {
     "PUMA 3 DOF": {"thesis": (80, 55), "Murray & Neuman 1988": (55, 42), "Toogood 1989": (114, 81)},
     "Stanford 3 DOF": {"thesis": (48, 33), "Murray & Neuman 1988": (40, 24)},

@@ -15,7 +15,7 @@ import sympy as sp
 
 from robot_dynamics.symbolic.lagrange import ClosedForm
 from robot_dynamics.symbolic.model import SymbolicRobot
-from robot_dynamics.symbolic.opcount import count
+from robot_dynamics.symbolic.opcount import count, trig_calls
 from robot_dynamics.symbolic.program import Program
 
 
@@ -102,7 +102,8 @@ def markdown_report(robot: SymbolicRobot, closed: ClosedForm | None = None, prog
             "## Customised Newton–Euler inverse dynamics",
             "",
             f"Method `{program.notes.get('method', '?')}`; {ops.mul} multiplications, {ops.add} additions "
-            f"({ops.neg} sign changes; sin/cos of the joint angles computed once, not counted).",
+            f"({ops.neg} sign changes), plus {trig_calls(program.all_assignments())} sin/cos of the joint angles, "
+            "each computed once (not in the multiplications and additions, as in Dhanaraj 1990 Table 2.10).",
             "",
             "```",
         ]
@@ -162,7 +163,10 @@ def latex_report(robot: SymbolicRobot, closed: ClosedForm | None = None, program
     if program is not None:
         ops = program.ops()
         body.append("\\subsection*{Customised Newton--Euler inverse dynamics}")
-        body.append(f"{ops.mul} multiplications, {ops.add} additions.")
+        body.append(
+            f"{ops.mul} multiplications, {ops.add} additions, {trig_calls(program.all_assignments())} sin/cos "
+            "of the joint angles (each computed once)."
+        )
         body.append("\\begin{align*}")
         names = _latex_names(robot)
         rows = [f"{sp.latex(s)} &= {sp.latex(e, symbol_names=names)}" for s, e in program.all_assignments()]

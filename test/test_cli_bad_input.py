@@ -1,0 +1,246 @@
+"""Every sub-command, run in-process with bad input: exit status 2 and one clear line.
+
+The line is ``robot-dynamics COMMAND: error: ...`` and carries no Python noise: no traceback, no
+``numpy``/``zero-size array``/``[Errno ...]`` text, no source paths of the package.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_dynamics.bag import io
+from robot_dynamics.cli import main
+
+PACKAGE = Path(__file__).resolve().parent.parent / "robot_dynamics"
+NOISE = re.compile(r"Traceback|numpy|zero-size array|Errno|\.py\b|site-packages|File \"|object at 0x", re.IGNORECASE)
+T0 = 1_700_000_000_000_000_000
+
+ROBOT_COMMANDS = {
+    # command: the arguments that make it run once the robot is fine (robot given as {robot})
+    "info": ["info", "{robot}"],
+    "export-urdf": ["export-urdf", "{robot}", "--out", "{tmp}/out.urdf"],
+    "id": ["id", "{robot}", "--q", "0"],
+    "coefficients": ["coefficients", "{robot}", "--q", "0"],
+    "fd": ["fd", "{robot}", "--q", "0"],
+    "symbolic": ["symbolic", "{robot}", "--out", "{tmp}/sym", "--no-search"],
+    "schedule": ["schedule", "{robot}", "--processors", "1"],
+    "evaluate": ["evaluate", "{bag}", "--robot", "{robot}"],
+    "make-sample-bag": ["make-sample-bag", "{tmp}/sample", "--robot", "{robot}", "--duration", "1.6"],
+    "demo": ["demo", "--bag", "{bag}", "--robot", "{robot}", "--out", "{tmp}/demo"],
+    "replay": ["replay", "{bag}", "--check", "--robot", "{robot}"],
+}
+
+BAD_ROBOTS = {
+    "missing file": ("{tmp}/nothing.urdf", "nothing.urdf: no such file"),
+    "unknown name": ("puma561", "puma561: not a bundled robot (did you mean 'puma560'?)"),
+    "bad YAML": ("{files}/bad.yaml", "bad.yaml"),
+    "YAML list": ("{files}/list.yaml", "list.yaml"),
+    "bad URDF": ("{files}/bad.urdf", "bad.urdf"),
+    "empty URDF": ("{files}/empty.urdf", "empty.urdf"),
+    "URDF without joints": ("{files}/nojoints.urdf", "nojoints.urdf"),
+    "directory": ("{files}", "files"),
+}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("files")
+    (root / "bad.yaml").write_text("robot: [unclosed\n  joints: {\n")
+    (root / "list.yaml").write_text("- 1\n- 2\n")
+    (root / "bad.urdf").write_text('<robot name="broken"><link name="a"></robot>')
+    (root / "empty.urdf").write_text("")
+    (root / "nojoints.urdf").write_text('<robot name="r"><link name="a"/></robot>')
+    (root / "not_a_bag.db3").write_text("hello, I am not sqlite\n")
+    (root / "empty_dir").mkdir()
+    junk = root / "junk_bag"
+    junk.mkdir()
+    (junk / "metadata.yaml").write_text("rosbag2_bagfile_information: [1, 2\n")
+    (junk / "junk_bag_0.mcap").write_bytes(b"\x89MCAP0\r\n" + bytes(range(256)))
+    names = [f"joint{i}" for i in range(1, 7)]
+    q = np.zeros((40, 6))
+    with io.BagWriter(root / "nan_bag") as w:
+        q_nan = q.copy()
+        q_nan[5, 2] = np.nan
+        w.write_joint_states("joint_states", T0 + np.arange(40) * 5_000_000, names, q_nan, q, q)
+    with io.BagWriter(root / "short_bag") as w:
+        w.write_joint_states("joint_states", T0 + np.arange(3) * 5_000_000, names, q[:3], q[:3], q[:3])
+    with io.BagWriter(root / "unstamped_bag") as w:
+        w.write_joint_states(
+            "joint_states", T0 + np.zeros(40, dtype=np.int64), names, q, q, q, stamps=np.zeros(40, dtype=np.int64)
+        )
+    with io.BagWriter(root / "good_bag") as w:
+        t = np.arange(60) * 5_000_000
+        w.write_joint_states("joint_states", T0 + t, names, q[:1].repeat(60, 0), q[:1].repeat(60, 0), stamps=T0 + t)
+    (root / "exists").mkdir()
+    (root / "a_file").write_text("x")
+    return root
+
+
+def fill(args: list[str], tmp: Path, files: Path, **more: str) -> list[str]:
+    values = {"tmp": str(tmp), "files": str(files), "bag": str(files / "good_bag"), **more}
+    return [a.format(**values) for a in args]
+
+
+def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    status = main(argv)
+    captured = capsys.readouterr()
+    err = captured.err
+    command = argv[0]
+    lines = [line for line in err.splitlines() if not line.startswith(f"robot-dynamics {command}: warning: ")]
+    assert status == 2, (argv, status, err, captured.out[-500:])
+    errors = [line for line in lines if line.startswith(f"robot-dynamics {command}: error: ")]
+    assert len(errors) == 1, (argv, err)
+    usage = [line for line in lines if line not in errors]
+    # argparse's own errors come after its usage text; everything else is the one line alone
+    assert not usage or usage[0].startswith("usage: robot-dynamics"), (argv, err)
+    assert not NOISE.search(errors[0]), (argv, errors[0])
+    assert str(PACKAGE) not in err, (argv, err)
+    return errors[0]
+
+
+@pytest.mark.parametrize("command", sorted(ROBOT_COMMANDS))
+@pytest.mark.parametrize("case", sorted(BAD_ROBOTS))
+def test_a_bad_robot_is_one_line_for_every_command(
+    tmp_path: Path, files: Path, capsys: pytest.CaptureFixture[str], command: str, case: str
+) -> None:
+    robot, expected = BAD_ROBOTS[case]
+    robot = robot.format(tmp=tmp_path, files=files)
+    line = run(capsys, fill(ROBOT_COMMANDS[command], tmp_path, files, robot=robot))
+    assert expected.format(tmp=tmp_path) in line, line
+    assert not (tmp_path / "out.urdf").exists() and not (tmp_path / "sample").exists()
+
+
+CHAIN_CASES = {
+    # options after the command's arguments, and a piece of the expected line
+    "unknown tip link": (["--tip-link", "panda_hnad"], "panda_hnad"),
+    "unknown base link": (["--base-link", "nowhere"], "nowhere"),
+    "lock syntax": (["--lock-joint", "=0.1"], "--lock-joint: expected NAME or NAME=POSITION, got '=0.1'"),
+    "lock value": (["--lock-joint", "panda_finger_joint1=open"], "'open' is not a number"),
+    "lock not finite": (["--lock-joint", "panda_finger_joint1=1e999"], "non-finite values (nan or inf)"),
+    "lock twice": (["--lock-joint", "a", "--lock-joint", "a=1"], "joint 'a' is locked twice"),
+    "unknown locked joint": (["--tip-link", "panda_hand_tcp", "--lock-joint", "panda_thumb"], "lock"),
+}
+
+
+@pytest.fixture(scope="module")
+def panda() -> str:
+    from engine_reference import EXAMPLE_ROBOTS
+
+    return str(EXAMPLE_ROBOTS / "panda_description" / "urdf" / "panda.urdf")
+
+
+@pytest.mark.parametrize("command", ["info", "id", "evaluate", "symbolic", "make-sample-bag"])
+@pytest.mark.parametrize("case", sorted(CHAIN_CASES))
+def test_bad_chain_options_are_one_line(
+    tmp_path: Path, files: Path, panda: str, capsys: pytest.CaptureFixture[str], command: str, case: str
+) -> None:
+    options, expected = CHAIN_CASES[case]
+    line = run(capsys, fill(ROBOT_COMMANDS[command], tmp_path, files, robot=panda) + options)
+    assert expected in line.lower() or expected in line, line
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["id", "puma560", "--q", "nan", "0", "0", "0", "0", "0"],
+            "--q: non-finite values (nan or inf) at joint 'joint1'",
+        ),
+        (["id", "puma560", "--q", "qn", "--qd", "inf,0,0,0,0,0"], "--qd: non-finite values (nan or inf) at joint"),
+        (["id", "puma560", "--q", "qn", "--qdd", "1e999", "0", "0", "0", "0", "0"], "--qdd: non-finite"),
+        (
+            ["id", "puma560", "--q", "qn", "--wrench", "0 0 nan 0 0 0"],
+            "--wrench: non-finite values (nan or inf) at index 2",
+        ),
+        (["id", "puma560", "--q", "1", "2"], "--q: expected 6 values for robot 'puma560', got 2"),
+        (["id", "puma560", "--q", "qx"], "--q: 'qx' is not a number"),
+        (["id", "puma560", "--q", "1/0", "0", "0", "0", "0", "0"], "--q: '1/0' is not a number"),
+        (["id", "puma560", "--q", "9**9**9", "0", "0", "0", "0", "0"], "is not a number"),
+        (["id", "puma560", "--q", "(" * 1000 + "1" + ")" * 1000], "--q: '" + "(" * 37 + "...' is not a number"),
+        (["fd", "puma560", "--q", "qn", "--tau", "1", "2", "3"], "--tau: expected 6 values"),
+        (["coefficients", "puma560", "--q", "qn", "--qd", "nan"], "--qd: expected 6 values"),
+        (["coefficients", "fu_two_link", "--q", "0", "nan"], "--q: non-finite values (nan or inf) at joint 'joint2'"),
+        (["id", "puma560"], "the following arguments are required: --q"),
+        (["id", "puma560", "--q", "qn", "--wrench-frame", "moon"], "invalid choice: 'moon'"),
+        (["info", "puma560", "--tip-link", "link3"], "base_link/tip_link"),
+        (["export-urdf", "puma560", "--out", "{files}/exists"], "exists: is a directory"),
+        (["export-urdf", "puma560", "--out", "{tmp}/no/such/dir/r.urdf"], "no such file or directory"),
+        (["symbolic", "scara", "--symbols", "mass,colour"], "unknown symbolic parameter groups ['colour']"),
+        (["symbolic", "scara", "--rename", "a1"], "--rename: expected OLD=NEW"),
+        (["symbolic", "scara", "--out", "{files}/a_file", "--no-search"], "a_file"),
+        (["schedule", "scara", "--processors", "0"], "--processors must be at least 1"),
+        (["schedule", "scara", "--processors", "many"], "invalid int value: 'many'"),
+        (["evaluate", "{tmp}/nothing"], "does not exist"),
+        (["evaluate", "{files}/empty_dir"], "empty_dir"),
+        (["evaluate", "{files}/not_a_bag.db3"], "not_a_bag.db3"),
+        (["evaluate", "{files}/a_file"], "a_file"),
+        (["evaluate", "{files}/junk_bag"], "junk_bag"),
+        (["evaluate", "{files}/nan_bag"], "position not finite in 1 of 40 messages"),
+        (["evaluate", "{files}/short_bag"], "3 messages, too few to differentiate"),
+        (["evaluate", "{files}/unstamped_bag"], "/joint_states: receive times do not increase"),
+        (["evaluate", "{bag}", "--joint-map", "arm_1"], "--joint-map: expected BAG_NAME=MODEL_NAME, got 'arm_1'"),
+        (["evaluate", "{bag}", "--joint-map", "=joint1"], "--joint-map: expected BAG_NAME=MODEL_NAME, got '=joint1'"),
+        (["evaluate", "{bag}", "--joint-map", "arm_1="], "--joint-map: expected BAG_NAME=MODEL_NAME, got 'arm_1='"),
+        (["evaluate", "{bag}", "--joint-map", "a=joint1", "--joint-map", "a=joint2"], "'a' is mapped twice"),
+        (["evaluate", "{bag}", "--joint-map", "a=joint1", "--joint-map", "b=joint1"], "both map to model joint"),
+        (["evaluate", "{bag}", "--joint-map", "arm_1=joint7"], "robot 'puma560' has no joint 'joint7'"),
+        (["evaluate", "{bag}", "--joint-map", "joint2=joint1"], "['joint2'] would name two joints"),
+        (["evaluate", "{bag}", "--joint-map", "arm_1=joint1"], "missing ['arm_1'"),
+        (["evaluate", "{bag}", "--window", "nan"], "window"),
+        (["evaluate", "{bag}", "--window", "-1"], "window"),
+        (["evaluate", "{bag}", "--polyorder", "-2"], "polyorder"),
+        (["evaluate", "{bag}", "--accel", "trajectory"], "joint_trajectory"),
+        (["evaluate", "{bag}", "--out", "{files}/exists"], "exists"),
+        (["evaluate", "{bag}", "--csv", "{files}/exists"], "exists"),
+        (["evaluate", "{bag}", "--plot", "{files}/a_file/p.png"], "a_file"),
+        (["replay", "{tmp}/nothing"], "does not exist"),
+        (["replay", "{files}/empty_dir"], "empty_dir"),
+        (["replay", "{files}/a_file"], "a_file"),
+        (["replay", "{bag}", "--record", "/x"], "--record /x: give the message type"),
+        (["replay", "{bag}", "--check", "--joint-map", "x=joint9"], "has no joint 'joint9'"),
+        (["replay", "{bag}", "--rate", "0"], "--rate must be positive and finite, got 0.0"),
+        (["replay", "{bag}", "--rate", "nan"], "--rate must be positive and finite, got nan"),
+        (["replay", "{bag}", "--wait", "-1"], "--wait must be non-negative and finite"),
+        (["demo", "--bag", "{tmp}/nothing"], "nothing"),
+        (["demo", "--bag", "{bag}", "--joint-map", "x"], "--joint-map: expected BAG_NAME=MODEL_NAME"),
+        (["demo", "--bag", "{bag}", "--rate", "-1"], "--rate must be positive and finite, got -1.0"),
+        (["make-sample-bag", "{tmp}/s", "--duration", "nan"], "--duration must be more than 1.5 s"),
+        (["make-sample-bag", "{tmp}/s", "--rate", "inf"], "--rate must be positive and finite"),
+        (["make-sample-bag", "{tmp}/s", "--rate", "0"], "--rate must be positive and finite"),
+        (["make-sample-bag", "{files}/good_bag", "--duration", "1.6"], "exists"),
+        (["make-sample-bag", "{tmp}/s", "--duration", "1.6", "--joint-map", "x=joint9"], "has no joint 'joint9'"),
+    ],
+)
+def test_bad_values_are_one_line(
+    tmp_path: Path, files: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    line = run(capsys, fill(argv, tmp_path, files))
+    assert expected.format(tmp=tmp_path, files=files) in line, line
+
+
+def test_the_sweep_covers_every_command() -> None:
+    from robot_dynamics.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert set(sub.choices) - {"identify"} == set(ROBOT_COMMANDS)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(autouse=True)
+def _no_ros_wait(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A replay that got past its checks would wait for nodes: fail fast instead of hanging."""
+    import robot_dynamics.ros.replay as replay_module
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the bad input reached the replay")
+
+    import robot_dynamics.ros.demo as demo_module
+
+    monkeypatch.setattr(replay_module, "replay", refuse)
+    monkeypatch.setattr(demo_module, "start_nodes", refuse)
+    yield
