@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ModelError
 from ..model import RobotModel
-from .dh_yaml import load_dh_yaml
+from .chain_yaml import load_yaml_robot
 from .urdf import load_urdf, loads_urdf, looks_like_xml
 from .validation import suggest
 
@@ -63,7 +63,7 @@ def load_robot(
 ) -> RobotModel:
     """Load a robot model.
 
-    ``source``: a bundled robot name (``"puma560"``, see :func:`bundled_robots`), a DH YAML file,
+    ``source``: a bundled robot name (``"puma560"``, see :func:`bundled_robots`), a DH or chain YAML file,
     a URDF file, or URDF XML text (a ``robot_description``). ``base_link``/``tip_link`` choose the
     chain of a URDF (see :mod:`robot_dynamics.io.urdf`). A :class:`RobotModel` is returned as is.
     Errors are :class:`robot_dynamics.errors.ModelError` naming the file and the field.
@@ -91,7 +91,7 @@ def load_robot(
         return load_urdf(path, base_link=base_link, tip_link=tip_link)
     if base_link is not None or tip_link is not None:
         raise ModelError(path.name, "base_link/tip_link", "only apply to URDF sources (a DH file is one chain)")
-    return load_dh_yaml(path)
+    return load_yaml_robot(path)  # a DH table, or ``format: chain`` (chain_yaml)
 
 
 def _starts_with_xml(path: Path) -> bool:
