@@ -44,6 +44,9 @@ API (names are stable):
 
 from __future__ import annotations
 
+from .base import BaseParameters, base_parameters
+from .consistent import fit_consistent
+from .estimate import Fit, NormalEquations, accumulate, fit_least_squares, normal_equations
 from .parameters import (
     IdentificationError,
     Layout,
@@ -57,14 +60,22 @@ from .parameters import (
 from .regressor import fixed_torques, regressor, with_coulomb_velocity
 
 __all__ = [
+    "BaseParameters",
+    "Fit",
     "IdentificationError",
     "Layout",
+    "NormalEquations",
     "ParameterSet",
+    "accumulate",
     "apply_parameters",
+    "base_parameters",
     "body_of",
+    "fit_consistent",
+    "fit_least_squares",
     "fixed_torques",
     "link_parameters",
     "nominal_parameters",
+    "normal_equations",
     "physical_problem",
     "regressor",
     "with_coulomb_velocity",
