@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import scipy.linalg.blas
 from numpy.typing import ArrayLike
 
 from robot_dynamics.errors import StateError
@@ -21,7 +22,7 @@ from robot_dynamics.model import FloatArray, RobotModel
 
 from .base import BaseParameters
 from .parameters import IdentificationError, ParameterSet, apply_parameters
-from .regressor import CHUNK, regressor
+from .regressor import CHUNK, joint_rows
 
 POORLY_EXCITED = 1e-10  # eigenvalue of the scaled information matrix below this fraction of the largest
 
@@ -123,6 +124,12 @@ class NormalEquations:
         )
 
 
+def _gram(A: FloatArray) -> FloatArray:
+    """``A^T A`` by the BLAS symmetric rank-k update (half the work of a product), symmetrised."""
+    upper = scipy.linalg.blas.dsyrk(1.0, A.T, trans=0)  # A.T is Fortran-ordered: no copy
+    return np.triu(upper) + np.triu(upper, 1).T
+
+
 def normal_equations(Y: ArrayLike, tau: ArrayLike, weights: ArrayLike | None = None) -> NormalEquations:
     """The normal equations of regressor rows ``Y (N, n, p)`` and torques ``tau (N, n)``."""
     Ya = np.asarray(Y, dtype=float)
@@ -136,8 +143,8 @@ def normal_equations(Y: ArrayLike, tau: ArrayLike, weights: ArrayLike | None = N
     for j in range(n):
         Yj = Ya[:, j, :]
         cols = np.flatnonzero(np.any(Yj != 0.0, axis=0))  # joint j's rows are sparse (links below j)
-        sub = Yj[:, cols]
-        ata[j][np.ix_(cols, cols)] = sub.T @ sub
+        sub = np.ascontiguousarray(Yj[:, cols])
+        ata[j][np.ix_(cols, cols)] = _gram(sub)
         atb[j, cols] = ta[:, j] @ sub
     ne = NormalEquations(ata, atb, np.einsum("ij,ij->j", ta, ta), Ya.shape[0])
     return ne if weights is None else ne.with_weights(weights)
@@ -161,12 +168,15 @@ def accumulate(
     if any(a.ndim != 2 or a.shape != arrays[0].shape for a in arrays) or arrays[0].shape[1:] != (model.dof,):
         shapes = [a.shape for a in arrays]
         raise StateError(f"accumulate: expected q, qd, qdd, tau of the same shape (N, {model.dof}), got {shapes}")
-    total = NormalEquations.empty(model.dof, pset.size(model))
+    n, p = model.dof, pset.size(model)
+    ata, atb = np.zeros((n, p, p)), np.zeros((n, p))
     step = max(1, int(chunk))
     for start in range(0, arrays[0].shape[0], step):
         sl = slice(start, start + step)
-        Y = regressor(model, arrays[0][sl], arrays[1][sl], arrays[2][sl], pset)
-        total = total + normal_equations(Y, arrays[3][sl])
+        for j, cols, A in joint_rows(model, arrays[0][sl], arrays[1][sl], arrays[2][sl], pset):
+            ata[j][np.ix_(cols, cols)] += _gram(A)
+            atb[j, cols] += arrays[3][sl, j] @ A
+    total = NormalEquations(ata, atb, np.einsum("ij,ij->j", arrays[3], arrays[3]), arrays[0].shape[0])
     return total if weights is None else total.with_weights(weights)
 
 

@@ -30,10 +30,11 @@ the engine's friction law (:func:`robot_dynamics.friction.friction_total`, ``b =
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from robot_dynamics.dynamics.inverse import inverse_dynamics
 from robot_dynamics.errors import StateError
@@ -81,18 +82,6 @@ def _const_cross(k: Const, v: Vec) -> Vec:
         _lincomb((k[2], 0.0, -k[0]), v),
         _lincomb((-k[1], k[0], 0.0), v),
     )
-
-
-def _sym(a: Vec, b: Vec) -> list[FloatArray]:
-    """Coefficients of ``a . (I b)`` for symmetric ``I`` in the order Ixx, Ixy, Ixz, Iyy, Iyz, Izz."""
-    return [
-        a[0] * b[0],
-        a[0] * b[1] + a[1] * b[0],
-        a[0] * b[2] + a[2] * b[0],
-        a[1] * b[1],
-        a[1] * b[2] + a[2] * b[1],
-        a[2] * b[2],
-    ]
 
 
 def _columns(v: Vec, k: int) -> Vec:
@@ -145,14 +134,63 @@ class _Joint:
         )
 
 
-def _rigid_block(
-    model: RobotModel, q: FloatArray, qd: FloatArray, qdd: FloatArray, lay: Layout, out: FloatArray
-) -> None:
-    """Write the inertial columns of ``lay`` for states ``(N, n)`` into ``out`` ``(N, n, p)`` (zeroed)."""
+def _lincomb_rows(rows: list[list[FloatArray | None]], v: Vec) -> list[FloatArray]:
+    """``sum_c rows[k][c] v_c`` for every ``k``, per-state coefficients ``(N, 1)`` (None = 0)."""
+    out = []
+    for row in rows:
+        acc: FloatArray | None = None
+        for coefficient, x in zip(row, v, strict=True):
+            if coefficient is None:
+                continue
+            acc = coefficient * x if acc is None else acc + coefficient * x
+        out.append(np.zeros_like(v[0]) if acc is None else acc)
+    return out
+
+
+def _link_block(w: Vec, wd: Vec, vd: Vec, e: Vec, u: Vec) -> FloatArray:
+    """The regressor rows ``(N, k, 10)`` of one link at the joints below it (module docstring).
+
+    ``w, wd, vd`` ``(N, 1)`` of the link, ``e`` the joint axes and ``u = e x d`` ``(N, k)`` in its frame.
+    ``u . vd``, ``lambda^T u + vd x e`` and ``sym(e, wd) + sym(e x w, w)`` are written as per-state
+    coefficient matrices applied to ``u`` and ``e`` (fewest operations on the ``(N, k)`` arrays).
+    """
+    w0, w1, w2 = w
+    a0, a1, a2 = wd
+    v0, v1, v2 = vd
+    s00, s11, s22 = w0 * w0, w1 * w1, w2 * w2
+    s01, s02, s12 = w0 * w1, w0 * w2, w1 * w2
+    ww = s00 + s11 + s22
+    # lambda = skew(wd) + w w^T - |w|^2 E (lambda r = wd x r + w x (w x r)); rows: lambda^T
+    lam_t: list[list[FloatArray | None]] = [
+        [s00 - ww, s01 + a2, s02 - a1],
+        [s01 - a2, s11 - ww, s12 + a0],
+        [s02 + a1, s12 - a0, s22 - ww],
+    ]
+    first = _lincomb_rows(lam_t, u)
+    cross = _lincomb_rows([[None, -v2, v1], [v2, None, -v0], [-v1, v0, None]], e)  # vd x e
+    cols = [_dot(u, vd), *(first[k] + cross[k] for k in range(3))]
+    inertia = _lincomb_rows(
+        [
+            [a0, s02, -s01],  # Ixx
+            [a1 - s02, a0 + s12, s00 - s11],  # Ixy
+            [a2 + s01, s22 - s00, a0 - s12],  # Ixz
+            [-s12, a1, s01],  # Iyy
+            [s11 - s22, a2 - s01, a1 + s02],  # Iyz
+            [s12, -s02, a2],  # Izz
+        ],
+        e,
+    )
+    return np.stack(cols + inertia, axis=-1)
+
+
+def _link_blocks(
+    model: RobotModel, q: FloatArray, qd: FloatArray, qdd: FloatArray, links: tuple[int, ...]
+) -> Iterator[tuple[int, FloatArray]]:
+    """``(i, block)`` for every link ``i`` in ``links``: its regressor rows ``(N, i + 1, 10)`` at joints 0..i."""
     arrays = model.arrays
-    n, count = model.dof, q.shape[0]
-    wanted = set(lay.links)
-    last = max(lay.links)
+    count = q.shape[0]
+    wanted = set(links)
+    last = max(links)
     g = model.gravity_base
     zeros = np.zeros((count, 1))
     w: Vec = (zeros, zeros, zeros)
@@ -190,52 +228,59 @@ def _rigid_block(
         a_qd = (a[0] * qdi, a[1] * qdi, a[2] * qdi)
         if jt.prismatic:
             w, wd = w_parent, wd_parent
-            vd = _add(_add(vd, (a[0] * qddi, a[1] * qddi, a[2] * qddi)), _cross(w, a_qd))
-            vd = _add(vd, _cross(w, a_qd))  # + 2 w x a qd
+            coriolis = _cross(w, a_qd)
+            vd = _add(_add(vd, (a[0] * qddi, a[1] * qddi, a[2] * qddi)), _add(coriolis, coriolis))  # + 2 w x a qd
         else:
             w = _add(w_parent, a_qd)  # 3.3-50
             wd = _add(_add(wd_parent, (a[0] * qddi, a[1] * qddi, a[2] * qddi)), _cross(w_parent, a_qd))  # 3.3-51
         if i not in wanted:
             continue
-        # row block of link i at joints 0..i (module docstring)
         u = _cross(axes, offsets)
         e = axes
         slide = prismatic[: i + 1]
-        if slide.any():
+        if slide.any():  # prismatic joint j: tau_j = e . f, i.e. u = e and no moment term
             u = tuple(np.where(slide, ek, uk) for ek, uk in zip(axes, u, strict=True))  # type: ignore[assignment]
             e = tuple(np.where(slide, 0.0, ek) for ek in axes)  # type: ignore[assignment]
-        first = _add(_add(_cross(u, wd), _cross(w, _cross(w, u))), _cross(vd, e))
-        second = [x + y for x, y in zip(_sym(e, wd), _sym(_cross(e, w), w), strict=True)]
-        block = out[:, : i + 1, lay.link_slice(i)]
-        block[..., 0] = _dot(u, vd)
-        for k in range(3):
-            block[..., 1 + k] = first[k]
-        for k in range(6):
-            block[..., 4 + k] = second[k]
-    del n
+        yield i, _link_block(w, wd, vd, e, u)
+
+
+def _joint_values(pset: ParameterSet, qd: FloatArray, qdd: FloatArray) -> dict[str, FloatArray]:
+    """The per-joint friction/armature columns ``(N, n)`` by kind (``Ia Fv Fc Fa Fo``)."""
+    values = {"Ia": qdd, "Fv": qd, "Fo": np.ones_like(qd)}
+    if pset.coulomb != "none":
+        s = np.tanh(qd / pset.coulomb_velocity) if pset.coulomb == "tanh" else np.sign(qd)
+        values["Fc"], values["Fa"] = s, np.abs(s)
+    return values
 
 
 def _joint_columns(pset: ParameterSet, qd: FloatArray, qdd: FloatArray, lay: Layout, out: FloatArray) -> None:
-    n = qd.shape[1]
-    rows = np.arange(n)
-    s: FloatArray | None = None
-    if pset.coulomb != "none":
-        s = np.tanh(qd / pset.coulomb_velocity) if pset.coulomb == "tanh" else np.sign(qd)
+    rows = np.arange(qd.shape[1])
+    values = _joint_values(pset, qd, qdd)
     for kind, cols in lay.joint_column.items():
-        if cols[0] < 0:
-            continue
-        if kind == "Ia":
-            out[:, rows, cols] = qdd
-        elif kind == "Fv":
-            out[:, rows, cols] = qd
-        elif kind == "Fc":
-            assert s is not None
-            out[:, rows, cols] = s
-        elif kind == "Fa":
-            assert s is not None
-            out[:, rows, cols] = np.abs(s)
-        else:
-            out[:, rows, cols] = 1.0
+        if cols[0] >= 0:
+            out[:, rows, cols] = values[kind]
+
+
+def joint_rows(
+    model: RobotModel, q: FloatArray, qd: FloatArray, qdd: FloatArray, pset: ParameterSet
+) -> Iterator[tuple[int, NDArray[np.intp], FloatArray]]:
+    """``(j, columns, A)`` per joint: the non-zero part of joint ``j``'s regressor rows, ``A (N, c_j)``
+    holding the theta ``columns`` (links ``i >= j`` and joint ``j``'s own); states ``(N, n)`` as arrays.
+    The building block of normal equations that never forms the whole ``(N, n, p)`` regressor."""
+    lay = pset.layout(model)
+    blocks = dict(_link_blocks(model, q, qd, qdd, lay.links)) if lay.links else {}
+    values = _joint_values(pset, qd, qdd)
+    kinds = [k for k in lay.joint_column if lay.joint_column[k][0] >= 0]
+    for j in range(model.dof):
+        links = [i for i in lay.links if i >= j]
+        columns = [np.arange(lay.link_slice(i).start, lay.link_slice(i).stop) for i in links]
+        columns.append(np.array([lay.joint_column[k][j] for k in kinds], dtype=np.intp))
+        A = np.empty((q.shape[0], 10 * len(links) + len(kinds)))
+        for k, i in enumerate(links):
+            A[:, 10 * k : 10 * k + 10] = blocks[i][:, j, :]
+        for k, kind in enumerate(kinds):
+            A[:, 10 * len(links) + k] = values[kind][:, j]
+        yield j, np.concatenate(columns).astype(np.intp), A
 
 
 def _states(model: RobotModel, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> tuple[bool, list[FloatArray]]:
@@ -276,8 +321,8 @@ def regressor(
     out = np.zeros((qa.shape[0], model.dof, lay.size))
     for start in range(0, qa.shape[0], max(1, int(chunk))):
         sl = slice(start, start + max(1, int(chunk)))
-        if lay.links:
-            _rigid_block(model, qa[sl], qda[sl], qdda[sl], lay, out[sl])
+        for i, block in _link_blocks(model, qa[sl], qda[sl], qdda[sl], lay.links) if lay.links else ():
+            out[sl, : i + 1, lay.link_slice(i)] = block
         _joint_columns(pset, qda[sl], qdda[sl], lay, out[sl])
     return out[0] if single else out
 
