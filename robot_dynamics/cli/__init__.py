@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES: tuple[str, ...] = ("models", "bag", "dynamics", "symbolic", "identify")
+COMMAND_MODULES: tuple[str, ...] = ("models", "bag", "dynamics", "symbolic", "identify", "excitation")
 
 
 def build_parser() -> argparse.ArgumentParser:
