@@ -126,7 +126,10 @@ class NormalEquations:
 
 def _gram(A: FloatArray) -> FloatArray:
     """``A^T A`` by the BLAS symmetric rank-k update (half the work of a product), symmetrised."""
-    upper = scipy.linalg.blas.dsyrk(1.0, A.T, trans=0)  # A.T is Fortran-ordered: no copy
+    if A.flags.f_contiguous:  # A^T A of a Fortran-ordered A (no copy)
+        upper = scipy.linalg.blas.dsyrk(1.0, A, trans=1)
+    else:  # A^T is Fortran-ordered: (A^T)(A^T)^T
+        upper = scipy.linalg.blas.dsyrk(1.0, A.T, trans=0)
     return np.triu(upper) + np.triu(upper, 1).T
 
 

@@ -85,7 +85,7 @@ def _const_cross(k: Const, v: Vec) -> Vec:
 
 
 def _columns(v: Vec, k: int) -> Vec:
-    return (v[0][:, k : k + 1], v[1][:, k : k + 1], v[2][:, k : k + 1])
+    return (v[0][k : k + 1], v[1][k : k + 1], v[2][k : k + 1])
 
 
 def _snap(values: FloatArray) -> FloatArray:
@@ -135,7 +135,7 @@ class _Joint:
 
 
 def _lincomb_rows(rows: list[list[FloatArray | None]], v: Vec) -> list[FloatArray]:
-    """``sum_c rows[k][c] v_c`` for every ``k``, per-state coefficients ``(N, 1)`` (None = 0)."""
+    """``sum_c rows[k][c] v_c`` for every ``k``, per-state coefficients ``(1, N)`` (None = 0)."""
     out = []
     for row in rows:
         acc: FloatArray | None = None
@@ -148,11 +148,12 @@ def _lincomb_rows(rows: list[list[FloatArray | None]], v: Vec) -> list[FloatArra
 
 
 def _link_block(w: Vec, wd: Vec, vd: Vec, e: Vec, u: Vec) -> FloatArray:
-    """The regressor rows ``(N, k, 10)`` of one link at the joints below it (module docstring).
+    """The regressor rows ``(10, k, N)`` of one link at the joints below it (module docstring).
 
-    ``w, wd, vd`` ``(N, 1)`` of the link, ``e`` the joint axes and ``u = e x d`` ``(N, k)`` in its frame.
+    ``w, wd, vd`` ``(1, N)`` of the link, ``e`` the joint axes and ``u = e x d`` ``(k, N)`` in its frame
+    (states last: every operation runs over N contiguous values).
     ``u . vd``, ``lambda^T u + vd x e`` and ``sym(e, wd) + sym(e x w, w)`` are written as per-state
-    coefficient matrices applied to ``u`` and ``e`` (fewest operations on the ``(N, k)`` arrays).
+    coefficient matrices applied to ``u`` and ``e`` (fewest operations on the ``(k, N)`` arrays).
     """
     w0, w1, w2 = w
     a0, a1, a2 = wd
@@ -180,28 +181,30 @@ def _link_block(w: Vec, wd: Vec, vd: Vec, e: Vec, u: Vec) -> FloatArray:
         ],
         e,
     )
-    return np.stack(cols + inertia, axis=-1)
+    return np.stack(cols + inertia)
 
 
 def _link_blocks(
     model: RobotModel, q: FloatArray, qd: FloatArray, qdd: FloatArray, links: tuple[int, ...]
 ) -> Iterator[tuple[int, FloatArray]]:
-    """``(i, block)`` for every link ``i`` in ``links``: its regressor rows ``(N, i + 1, 10)`` at joints 0..i."""
+    """``(i, block)`` for every link ``i`` in ``links``: its regressor rows ``(10, i + 1, N)`` at joints 0..i
+    (parameter, joint, state) for states ``(N, n)``."""
     arrays = model.arrays
     count = q.shape[0]
+    qT, qdT, qddT = (np.ascontiguousarray(x.T) for x in (q, qd, qdd))
     wanted = set(links)
     last = max(links)
     g = model.gravity_base
-    zeros = np.zeros((count, 1))
+    zeros = np.zeros((1, count))
     w: Vec = (zeros, zeros, zeros)
     wd: Vec = w
     vd: Vec = (zeros - g[0], zeros - g[1], zeros - g[2])
-    axes: Vec | None = None  # joint axes of joints 0..i-1, in the current frame, (N, i) each
+    axes: Vec | None = None  # joint axes of joints 0..i-1, in the current frame, (i, N) each
     offsets: Vec | None = None  # origin of the current frame minus origin of F_j, current frame
     prismatic = arrays.prismatic
     for i in range(last + 1):
         jt = _Joint(arrays.origin_rotation[i], arrays.origin_translation[i], arrays.axis[i], bool(prismatic[i]))
-        qi, qdi, qddi = q[:, i : i + 1], qd[:, i : i + 1], qdd[:, i : i + 1]
+        qi, qdi, qddi = qT[i : i + 1], qdT[i : i + 1], qddT[i : i + 1]
         if jt.prismatic:
             c = s = None
             p: Vec = tuple(jt.t0[k] + jt.r0_axis[k] * qi for k in range(3))  # type: ignore[assignment]
@@ -213,17 +216,17 @@ def _link_blocks(
         parts = [pre, w, wd]
         if axes is not None and offsets is not None:
             parts += [axes, _add(offsets, p)]
-        stacked: Vec = tuple(np.concatenate([v[k] for v in parts], axis=1) for k in range(3))  # type: ignore[assignment]
+        stacked: Vec = tuple(np.concatenate([v[k] for v in parts]) for k in range(3))  # type: ignore[assignment]
         rotated = jt.to_child(stacked, c, s)
         vd, w_parent, wd_parent = (_columns(rotated, k) for k in range(3))
         a = jt.axis
-        column = np.ones((count, 1))
+        column = np.ones((1, count))
         new_axis: Vec = (column * a[0], column * a[1], column * a[2])
         if axes is None:
             axes, offsets = new_axis, (zeros, zeros, zeros)
         else:
-            axes = tuple(np.concatenate([x[:, 3 : 3 + i], y], axis=1) for x, y in zip(rotated, new_axis, strict=True))  # type: ignore[assignment]
-            offsets = tuple(np.concatenate([x[:, 3 + i :], zeros], axis=1) for x in rotated)  # type: ignore[assignment]
+            axes = tuple(np.concatenate([x[3 : 3 + i], y]) for x, y in zip(rotated, new_axis, strict=True))  # type: ignore[assignment]
+            offsets = tuple(np.concatenate([x[3 + i :], zeros]) for x in rotated)  # type: ignore[assignment]
         assert axes is not None and offsets is not None
         a_qd = (a[0] * qdi, a[1] * qdi, a[2] * qdi)
         if jt.prismatic:
@@ -237,7 +240,7 @@ def _link_blocks(
             continue
         u = _cross(axes, offsets)
         e = axes
-        slide = prismatic[: i + 1]
+        slide = prismatic[: i + 1, None]
         if slide.any():  # prismatic joint j: tau_j = e . f, i.e. u = e and no moment term
             u = tuple(np.where(slide, ek, uk) for ek, uk in zip(axes, u, strict=True))  # type: ignore[assignment]
             e = tuple(np.where(slide, 0.0, ek) for ek in axes)  # type: ignore[assignment]
@@ -275,12 +278,12 @@ def joint_rows(
         links = [i for i in lay.links if i >= j]
         columns = [np.arange(lay.link_slice(i).start, lay.link_slice(i).stop) for i in links]
         columns.append(np.array([lay.joint_column[k][j] for k in kinds], dtype=np.intp))
-        A = np.empty((q.shape[0], 10 * len(links) + len(kinds)))
+        At = np.empty((10 * len(links) + len(kinds), q.shape[0]))  # A^T, so A is Fortran-ordered
         for k, i in enumerate(links):
-            A[:, 10 * k : 10 * k + 10] = blocks[i][:, j, :]
+            At[10 * k : 10 * k + 10] = blocks[i][:, j, :]
         for k, kind in enumerate(kinds):
-            A[:, 10 * len(links) + k] = values[kind][:, j]
-        yield j, np.concatenate(columns).astype(np.intp), A
+            At[10 * len(links) + k] = values[kind][:, j]
+        yield j, np.concatenate(columns).astype(np.intp), At.T
 
 
 def _states(model: RobotModel, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> tuple[bool, list[FloatArray]]:
@@ -322,7 +325,7 @@ def regressor(
     for start in range(0, qa.shape[0], max(1, int(chunk))):
         sl = slice(start, start + max(1, int(chunk)))
         for i, block in _link_blocks(model, qa[sl], qda[sl], qdda[sl], lay.links) if lay.links else ():
-            out[sl, : i + 1, lay.link_slice(i)] = block
+            out[sl, : i + 1, lay.link_slice(i)] = block.transpose(2, 1, 0)
         _joint_columns(pset, qda[sl], qdda[sl], lay, out[sl])
     return out[0] if single else out
 
