@@ -243,3 +243,25 @@ def test_consistent_fit_from_an_inconsistent_nominal_puma() -> None:
     wls = fit_least_squares(ne, base, nominal_parameters(model, pset), prior_weight=1e-6)
     assert fit.cost <= wls.cost * 1.01
     np.testing.assert_allclose(fit.residual_rms, sigma, rtol=0.1)
+
+
+def test_payload_on_the_last_link_alone() -> None:
+    """Payload identification: only the last link's 10 parameters, everything else a known torque
+    (fixed_torques of the stock model); a 2 kg payload on the PUMA's link 6 is recovered exactly."""
+    from robot_dynamics.identification import fixed_torques
+    from robot_dynamics.model import Inertial
+
+    model = rd.load_robot("puma560")
+    pset = ParameterSet(links=(5,), armature=False, viscous=False, coulomb="none", offset=False)
+    base = base_parameters(model, pset)
+    assert base.rank == 10 and base.names == pset.names(model)  # nothing regroups: the rest is known
+    j6 = model.joints[5]
+    payload = Inertial(2.0, np.array([0.01, 0.02, 0.1]), np.diag([0.01, 0.012, 0.005]))
+    truth = model.with_changes(joints=(*model.joints[:5], replace(j6, link=j6.link + payload)))
+    q, qd, qdd = random_states(model, 1500, np.random.default_rng(14))
+    tau = rd.inverse_dynamics(truth, q, qd, qdd)
+    ne = accumulate(model, q, qd, qdd, tau - fixed_torques(model, q, qd, qdd, pset), pset)
+    expected = nominal_parameters(truth, pset)
+    for fit in (fit_least_squares(ne, base), fit_consistent(ne, model, pset, base, prior_weight=0.0)):
+        np.testing.assert_allclose(fit.theta, expected, rtol=1e-7, atol=1e-9 * np.abs(expected).max())
+    assert physical_problem(fit.theta) is None

@@ -242,3 +242,39 @@ def test_bad_inputs_have_clear_errors() -> None:
         ParameterSet(links=(6,)).names(model)
     with pytest.raises(IdentificationError, match="coulomb"):
         ParameterSet(coulomb="linear")  # type: ignore[arg-type]
+
+
+def _random_chain(seed: int, n: int = 6) -> RobotModel:
+    """Random origins (rotations and offsets), oblique and negative coordinate axes, prismatic joints."""
+    from scipy.spatial.transform import Rotation
+
+    from robot_dynamics.model import Inertial, Joint
+
+    rng = np.random.default_rng(seed)
+    axes = [[0, 0, -1], [0, 1, 0], rng.normal(size=3), [-1, 0, 0], rng.normal(size=3), [0, 0, 1]]
+    joints = []
+    for i in range(n):
+        origin = np.eye(4)
+        origin[:3, :3] = Rotation.random(random_state=int(rng.integers(1 << 30))).as_matrix()
+        origin[:3, 3] = rng.uniform(-0.4, 0.4, 3)
+        a = rng.normal(size=(3, 3))
+        body = Inertial(rng.uniform(0.5, 5.0), rng.uniform(-0.2, 0.2, 3), a @ a.T * 0.05 + 0.01 * np.eye(3))
+        joints.append(
+            Joint(
+                f"j{i}",
+                "prismatic" if i in (2, 4) else "revolute",
+                origin,
+                axes[i % len(axes)],
+                body,
+                friction=JointFriction(rng.uniform(0, 1), (rng.uniform(0, 1), -rng.uniform(0, 1))),
+                motor=Motor(rng.uniform(1e-4, 1e-3), rng.uniform(-100, 100)),
+            )
+        )
+    return RobotModel("random", tuple(joints), gravity=rng.normal(size=3) * 4.0)
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_random_chains_with_oblique_axes_and_prismatic_joints(seed: int) -> None:
+    model = _random_chain(seed)
+    _check_against_engine(model, ParameterSet(asymmetric=True), seed=seed)
+    _check_against_engine(model, ParameterSet(coulomb="sign", asymmetric=True), seed=seed + 100)

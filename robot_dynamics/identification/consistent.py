@@ -39,7 +39,7 @@ from robot_dynamics.model import FloatArray, RobotModel
 
 from .base import BaseParameters
 from .estimate import Fit, NormalEquations, base_problem, finish, fit_least_squares
-from .parameters import ParameterSet
+from .parameters import ParameterSet, nominal_parameters
 
 _PAIRS = ((0, 1), (1, 2), (0, 2))  # s12, s23, s13
 EIG_FLOOR = 1e-6
@@ -189,8 +189,6 @@ def fit_consistent(
     directions the data leave free; ``prior_weight`` as in :func:`~.estimate.fit_least_squares`.
     ``std_base`` are those of the unconstrained problem at the consistent estimate.
     """
-    from .parameters import nominal_parameters
-
     nom = nominal_parameters(model, pset) if nominal is None else np.asarray(nominal, dtype=float)
     prob = base_problem(ne, base, nom, prior_weight)
     eig, vec = np.linalg.eigh(prob.H)
