@@ -305,3 +305,94 @@ def test_robot_without_position_limits_is_a_clear_error(tmp_path: Path, capsys: 
     assert not out.exists()
     with pytest.raises(ExcitationError, match="default velocity limit must be a positive"):
         ExcitationLimits.of(two_link(), velocity=0.0)
+
+
+def _limited_robot(tmp_path: Path) -> RobotModel:
+    path = tmp_path / "robot.yaml"
+    path.write_text(_robot_with_limits_yaml())
+    return load_robot(str(path))
+
+
+def test_dry_run_bag_is_what_the_feedforward_law_computes(tmp_path: Path) -> None:
+    from robot_dynamics.bag import evaluate
+
+    model = load_robot("puma560")
+    result = design_excitation(model, 2.0, 2, rate=50.0, seed=4, starts=1, max_iterations=10, ramp=0.5)
+    bag = write_trajectory(result, tmp_path / "dry", joint_states=True)
+    inputs = evaluate.read_inputs(bag, model, require_trajectory=True)
+    assert len(inputs.series) == round(result.times[-1] * 50.0) + 1
+    t = (inputs.series.stamps - inputs.series.stamps[0]) * 1e-9
+    np.testing.assert_allclose(inputs.series.position, result.sampler().sample_many(t).positions, atol=1e-9)
+    offline = evaluate.feedforward_torques(model, inputs.series, inputs.trajectories)  # the node's law, offline
+    cmp = evaluate.compare_feedforward(inputs.series, offline, inputs.series)
+    assert cmp.tracking == len(inputs.series)  # every joint state falls inside the trajectory
+    assert cmp.ok(1e-9), cmp.describe()
+
+
+def test_identify_recovers_the_model_from_the_dry_run_bag(tmp_path: Path) -> None:
+    import robot_dynamics as rd
+    from robot_dynamics.identification import nominal_parameters
+
+    model = _limited_robot(tmp_path)
+    result = design_excitation(model, 4.0, 3, rate=100.0, seed=2, starts=1, max_iterations=40)
+    bag = write_trajectory(result, tmp_path / "dry", joint_states=True)
+    identified = rd.identify([str(bag)], model, consistent=False, jobs=1, holdout=0.25)
+    truth = identified.base.to_base(nominal_parameters(model, identified.pset))
+    big = np.abs(truth) > 1e-2 * np.abs(truth).max()
+    np.testing.assert_allclose(identified.fit.theta_base[big], truth[big], rtol=2e-3)
+
+
+def test_cli_joint_states_need_a_bag_and_an_unexciting_comparison_is_null(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from robot_dynamics.identification.excitation_files import trajectory_yaml
+
+    robot = tmp_path / "robot.yaml"
+    robot.write_text(_robot_with_limits_yaml())
+    base = ["excitation", str(robot), "--duration", "2", "--harmonics", "1", "--rate", "10", "--iterations", "5"]
+    assert main([*base, "--out", str(tmp_path / "x.yaml"), "--joint-states"]) == 2
+    assert "--joint-states needs a bag output" in capsys.readouterr().err
+    still = tmp_path / "still.yaml"  # the robot standing still: nothing is excited
+    zeros = np.zeros((3, 2))
+    still.write_text(trajectory_yaml(["j1", "j2"], np.array([0.0, 1.0, 2.0]), zeros, zeros, zeros))
+    assert main([*base, "--out", str(tmp_path / "y.yaml"), "--compare", str(still), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["compare"] == {str(still): None}
+
+
+@pytest.mark.ros
+def test_replay_of_the_dry_run_bag_through_the_live_feedforward_node(tmp_path: Path) -> None:
+    """The written bag is played by ``replay`` to the running node, which tracks the trajectory."""
+    pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
+    import os
+
+    from robot_dynamics.bag import evaluate
+    from robot_dynamics.ros import demo
+    from robot_dynamics.ros.replay import replay
+
+    model = load_robot("puma560")
+    result = design_excitation(model, 2.0, 2, rate=50.0, seed=4, starts=1, max_iterations=10, ramp=0.5)
+    bag = write_trajectory(result, tmp_path / "dry", joint_states=True)
+    count = round(result.times[-1] * 50.0) + 1
+    record = {"/feedforward/efforts": io.JOINT_STATE, "/feedforward/commands": io.FLOAT64_MULTIARRAY}
+    with open(tmp_path / "nodes.log", "wb") as log:
+        nodes = demo.start_nodes("puma560", log, dict(os.environ), service=False)
+        try:
+            replayed = replay(
+                bag,
+                record=record,
+                rate=1.0,
+                clock=True,
+                expect=dict.fromkeys(record, count),
+                ready=demo.outputs_matched(),
+            )
+        finally:
+            demo.stop_nodes(nodes)
+    report = f"{replayed.describe()}\n{(tmp_path / 'nodes.log').read_text()}"
+    assert replayed.published == {"/joint_states": count, "/joint_trajectory": 1}, report
+    inputs = evaluate.read_inputs(bag, model)
+    recorded = io.decode_joint_states(replayed.recordings["/feedforward/efforts"], model.joint_names)
+    cmp = evaluate.compare_feedforward(
+        inputs.series, evaluate.feedforward_torques(model, inputs.series, inputs.trajectories), recorded
+    )
+    assert cmp.matched == count and cmp.tracking == count, report + cmp.describe()
+    np.testing.assert_allclose(np.sort(recorded.effort, axis=0), np.sort(inputs.series.effort, axis=0), atol=1e-9)

@@ -3,7 +3,7 @@
   robot-dynamics excitation ROBOT --duration S --harmonics K --out TRAJ [--out TRAJ ...]
       [--base-frequency HZ] [--rate HZ] [--seed N] [--starts N] [--iterations N] [--margin F]
       [--velocity-limit V] [--acceleration-limit A] [--position-range R] [--ramp S]
-      [--storage mcap|sqlite3] [--compare TRAJ_OR_BAG ...] [--force] [--json]
+      [--storage mcap|sqlite3] [--compare TRAJ_OR_BAG ...] [--joint-states] [--force] [--json]
 
 The design is :func:`robot_dynamics.identification.excitation.design_excitation`; TRAJ ending in
 ``.yaml``/``.yml`` is the JointTrajectory message as YAML, anything else a rosbag2 bag with the
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -69,9 +70,26 @@ def register(sub: Any) -> None:
         metavar="TRAJ",
         help="also report the condition number of this trajectory (YAML or a bag's /joint_trajectory)",
     )
+    p.add_argument(
+        "--joint-states",
+        action="store_true",
+        help="bags: also write /joint_states of the robot following the trajectory exactly (effort = the model's "
+        "inverse dynamics), trajectory stamped to start with them: a dry run for replay --clock, evaluate, identify",
+    )
     p.add_argument("--force", action="store_true", help="replace existing outputs")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run_excitation)
+
+
+def _finite(value: Any) -> Any:
+    """JSON-safe: a non-finite number (an unexcited trajectory's condition number) becomes null."""
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _table(summary: dict[str, Any]) -> str:
@@ -99,13 +117,15 @@ def _table(summary: dict[str, Any]) -> str:
 
 def run_excitation(args: argparse.Namespace) -> int:
     from ..identification.excitation import design_excitation
-    from ..identification.excitation_files import trajectory_condition_number, write_trajectory
+    from ..identification.excitation_files import is_yaml, trajectory_condition_number, write_trajectory
     from ..identification.parameters import ParameterSet
     from ..io.robots import load_robot
 
     outs = list(args.out)
     if len(set(outs)) != len(outs):
         raise RobotDynamicsError(f"--out given twice for the same path: {outs}")
+    if args.joint_states and all(is_yaml(o) for o in outs):
+        raise RobotDynamicsError("--joint-states needs a bag output (--out DIR); YAML holds the trajectory only")
     model = load_robot(args.robot)  # replaced by cli._options at merge (robot options of every command)
     result = design_excitation(
         model,
@@ -130,9 +150,9 @@ def run_excitation(args: argparse.Namespace) -> int:
         }
     summary["outputs"] = outs
     for path in outs:
-        write_trajectory(result, path, storage=args.storage, overwrite=args.force)
+        write_trajectory(result, path, storage=args.storage, overwrite=args.force, joint_states=args.joint_states)
     if args.json:
-        print(json.dumps(summary, indent=2, allow_nan=False, default=str))
+        print(json.dumps(_finite(summary), indent=2, allow_nan=False))
     else:
         print(_table(summary))
         for path in outs:

@@ -11,7 +11,8 @@ reads it back.
 ``storage`` or the suffix ``.mcap`` / ``.db3``): the one message on ``/joint_trajectory``
 (:data:`TOPIC`), the topic the feed-forward node subscribes to, written with
 :class:`robot_dynamics.bag.io.BagWriter` (header stamp 0, so the node starts it on receipt):
-``ros2 bag play`` or ``robot-dynamics replay`` sends it.
+``ros2 bag play`` or ``robot-dynamics replay`` sends it. Optionally with the ``/joint_states`` of
+an ideal robot following it (:func:`write_trajectory`), a dry run through the nodes and tools.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import yaml
 
 from robot_dynamics.bag import io
 from robot_dynamics.bag.sample import START_NS
+from robot_dynamics.dynamics import inverse_dynamics
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.io.chain_yaml import write_text_atomic
 from robot_dynamics.model import FloatArray, RobotModel
@@ -35,6 +37,7 @@ from .excitation import ExcitationResult, condition_number
 from .parameters import ParameterSet
 
 TOPIC = "joint_trajectory"
+LEAD_S = 0.2  # with joint states: the trajectory is received this long before it starts
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -102,22 +105,50 @@ def _comments(result: ExcitationResult) -> list[str]:
 
 
 def write_trajectory(
-    result: ExcitationResult, path: str | Path, *, storage: str | None = None, overwrite: bool = False
+    result: ExcitationResult,
+    path: str | Path,
+    *,
+    storage: str | None = None,
+    overwrite: bool = False,
+    joint_states: bool = False,
 ) -> Path:
-    """Writes ``result``'s points as YAML (``.yaml``/``.yml``) or as a rosbag2 bag (module docstring)."""
+    """Writes ``result``'s points as YAML (``.yaml``/``.yml``) or as a rosbag2 bag (module docstring).
+
+    ``joint_states`` (bags only): also ``/joint_states`` of the robot following the trajectory
+    exactly, at ``result.rate``, with the model's inverse dynamics (smooth friction) as effort, and
+    the trajectory stamped to start with them (:data:`LEAD_S` after it is received), as the sample
+    bag is: a dry run for ``replay --clock`` through the feed-forward node, ``evaluate`` and
+    ``identify`` (which then recovers the model's own parameters).
+    """
     out = Path(path)
     names = result.model.joint_names
     if is_yaml(out):
+        if joint_states:
+            raise RobotDynamicsError(f"{out}: joint states are written to bags only, not to a YAML trajectory")
         if out.exists() and not overwrite:
             raise RobotDynamicsError(f"{out} exists already (choose another output or allow overwriting)")
         text = trajectory_yaml(
             names, result.times, result.positions, result.velocities, result.accelerations, _comments(result)
         )
         return write_text_atomic(out, text)
+    stamp = START_NS + round(LEAD_S * 1e9) if joint_states else 0
     with io.BagWriter(out, storage=bag_storage(out, storage), overwrite=overwrite) as writer:
         writer.write_joint_trajectory(
-            TOPIC, START_NS, names, result.times, result.positions, result.velocities, result.accelerations
+            TOPIC,
+            START_NS,
+            names,
+            result.times,
+            result.positions,
+            result.velocities,
+            result.accelerations,
+            stamp=stamp,
         )
+        if joint_states:
+            t = np.arange(math.floor(result.times[-1] * result.rate + 1e-9) + 1) / result.rate
+            d = result.sampler().sample_many(t)
+            effort = inverse_dynamics(result.model, d.positions, d.velocities, d.accelerations, smooth=True)
+            ns = stamp + np.round(t * 1e9).astype(np.int64)
+            writer.write_joint_states("joint_states", ns, names, d.positions, d.velocities, effort)
     return out
 
 
