@@ -25,16 +25,16 @@ qdd`` (one batched regressor call) with the singular-value derivative ``d sigma 
 result is then checked on a fine grid (64 samples per period of the highest harmonic) and, if the
 grid constraints let it overshoot between their samples, shrunk about ``q0`` until it fits.
 
-Limits the model does not give: velocity :data:`DEFAULT_VELOCITY` (rad/s or m/s), acceleration
-:data:`DEFAULT_ACCELERATION` (rad/s^2 or m/s^2; robot files have no acceleration limits); every
-default used is listed in :attr:`ExcitationResult.notes`. Joints without position limits are an
-error unless ``position_range`` is given (``+-position_range`` about zero).
+The series and the limits (defaults where the model has none, listed in
+:attr:`ExcitationResult.notes`) are in :mod:`robot_dynamics.identification.fourier`; writing the
+trajectory (YAML, rosbag2) in :mod:`robot_dynamics.identification.excitation_files`.
 
-The series does not start at rest: ``q(0)`` has a velocity. With ``ramp > 0`` the written trajectory
-starts and ends at rest at ``q0`` and a quintic segment of ``ramp`` seconds joins the series (the
-interpolation :class:`~robot_dynamics.trajectory.JointTrajectorySampler` and the nodes use);
-otherwise the controller must already be at ``q(0)``. Writing (YAML and rosbag2) is in
-:mod:`robot_dynamics.identification.excitation_files`.
+The series does not start at rest. The written points start at the calmest instant of the period
+(least ``sum (qd/v)^2 + (qdd/a)^2``); without a ramp the controller must be at the first point when
+the trajectory starts. With ``ramp > 0`` a rest point is added before and after, joined to the
+series by the quintic segments :class:`~robot_dynamics.trajectory.JointTrajectorySampler` (and so
+every node) uses for points with velocities and accelerations; the ramp is lengthened until it
+respects the limits.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ class ExcitationLimits:
             if position_range is None:
                 raise ExcitationError(
                     f"robot {model.name!r}: joint(s) {', '.join(missing)} have no position limits; give "
-                    "limits: {lower, upper} in the robot file or a position range (--position-range)"
+                    "limits: {lower, upper} in the robot file or a position range (position_range=, --position-range)"
                 )
             if not (math.isfinite(position_range) and position_range > 0.0):
                 raise ExcitationError(f"position range must be a positive number, got {position_range}")
