@@ -265,3 +265,48 @@ def test_payload_on_the_last_link_alone() -> None:
     for fit in (fit_least_squares(ne, base), fit_consistent(ne, model, pset, base, prior_weight=0.0)):
         np.testing.assert_allclose(fit.theta, expected, rtol=1e-7, atol=1e-9 * np.abs(expected).max())
     assert physical_problem(fit.theta) is None
+
+
+def _stribeck_truth(model: RobotModel, eps, delta, velocity: float):  # type: ignore[no-untyped-def]
+    joints = []
+    for j, joint in enumerate(model.joints):
+        fr = JointFriction(1.0, (2.0, -1.5), (2.0 + delta[j], -1.5 - delta[j]), float(eps[j]), velocity)
+        motor = replace(joint.motor, viscous=0.0, coulomb=(0.0, 0.0)) if joint.motor else None
+        joints.append(replace(joint, friction=fr, motor=motor))
+    return model.with_changes(joints=tuple(joints))
+
+
+def test_stribeck_refinement_recovers_velocity_and_excess() -> None:
+    """Schilling eq. 6-3-3 friction in the truth: with Stribeck velocities on the search grid the
+    separable fit recovers them exactly and the excess to rounding; off the grid, within the fine
+    grid's spacing, and the residual falls far below the linear model's."""
+    from robot_dynamics.identification.stribeck import GRID, fit_stribeck
+
+    model = rd.load_robot("puma560")
+    pset = ParameterSet(asymmetric=True, coulomb_velocity=0.02)
+    base = base_parameters(model, pset)
+    nominal = nominal_parameters(model, pset)
+    rng = np.random.default_rng(15)
+    q, qd, qdd = random_states(model, 3000, rng)
+    qd = qd * rng.uniform(0.0, 1.0, qd.shape) ** 2  # plenty of slow motion
+    eps, delta = GRID[[5, 7, 9, 11, 3, 8]], rng.uniform(0.5, 2.0, 6)
+    truth = _stribeck_truth(model, eps, delta, pset.coulomb_velocity)
+    tau = rd.inverse_dynamics(truth, q, qd, qdd, smooth=True)
+    sf = fit_stribeck(model, q, qd, qdd, tau, pset, base, nominal=nominal)
+    np.testing.assert_allclose(sf.velocity, eps, rtol=1e-12)
+    np.testing.assert_allclose(sf.excess, delta, rtol=1e-9)
+    identified = sf.model(model, pset, check=False)  # the stock PUMA's link 1 has no mass
+    np.testing.assert_allclose(rd.inverse_dynamics(identified, q, qd, qdd, smooth=True), tau, atol=1e-9)
+    # off-grid velocities, noisy torques
+    eps2 = np.array([0.004, 0.011, 0.03, 0.07, 0.15, 0.02])
+    truth2 = _stribeck_truth(model, eps2, delta, pset.coulomb_velocity)
+    sigma = 0.02
+    tau2 = rd.inverse_dynamics(truth2, q, qd, qdd, smooth=True) + rng.normal(0.0, sigma, tau.shape)
+    sf2 = fit_stribeck(model, q, qd, qdd, tau2, pset, base, np.full(6, 1 / sigma**2), nominal)
+    ratio = np.exp(np.mean(np.diff(np.log(GRID)))) ** 0.2  # the fine grid's step
+    assert np.all(np.abs(np.log(sf2.velocity / eps2)) <= np.log(ratio) * 1.5), sf2.velocity
+    # (joint 1's eps = 0.004 lies inside the tanh width 0.02, where Stribeck and Coulomb look alike)
+    assert np.all(np.abs(sf2.excess - delta) < 0.15 * delta)
+    linear = fit_least_squares(accumulate(model, q, qd, qdd, tau2, pset, np.full(6, 1 / sigma**2)), base, nominal)
+    assert sf2.cost < 0.2 * linear.cost
+    np.testing.assert_allclose(sf2.fit.residual_rms, sigma, rtol=0.3)

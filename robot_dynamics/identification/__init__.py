@@ -39,6 +39,12 @@ API (names are stable):
   ``fit_consistent(ne, model, pset, base, nominal=None, prior_weight=1e-6) -> Fit``;
   ``Fit``: ``theta (p,)``, ``theta_base``, ``std_base``, ``condition_number``, ``residual_rms (n,)``,
   ``sigma2``, ``method``, ``cost``, ``poorly_excited`` (base names), ``.model(model, pset)``.
+* ``fit_stribeck(model, q, qd, qdd, tau, pset, base, weights=None, nominal=None, prior_weight=0.0)
+  -> StribeckFit`` (``fit``, per joint ``velocity``, ``excess = Ts - Tc``, ``std_excess``, ``cost``,
+  ``.model(model, pset)``): the Schilling eq. 6-3-3 Stribeck term as a nonlinear refinement
+  (separable least squares over the data arrays, not the normal equations).
+* Fits made without ``nominal`` put parameters the torques cannot determine at 0; pass the model's
+  ``nominal_parameters`` to keep them at their model values (needed for ``Fit.model``).
 * ``IdentificationError`` (a ``ValueError``): unexcited/singular data, bad parameter set.
 """
 
@@ -58,6 +64,7 @@ from .parameters import (
     physical_problem,
 )
 from .regressor import fixed_torques, regressor, with_coulomb_velocity
+from .stribeck import StribeckFit, fit_stribeck
 
 __all__ = [
     "BaseParameters",
@@ -66,12 +73,14 @@ __all__ = [
     "Layout",
     "NormalEquations",
     "ParameterSet",
+    "StribeckFit",
     "accumulate",
     "apply_parameters",
     "base_parameters",
     "body_of",
     "fit_consistent",
     "fit_least_squares",
+    "fit_stribeck",
     "fixed_torques",
     "link_parameters",
     "nominal_parameters",

@@ -164,7 +164,12 @@ def body_of(phi: ArrayLike, *, where: str = "link") -> Inertial:
         raise ModelError("identification", where, f"non-finite parameters {p.tolist()}")
     if m == 0.0:
         if np.any(first != 0.0):
-            raise ModelError("identification", where, f"zero mass with first moment {first.tolist()}")
+            raise ModelError(
+                "identification",
+                where,
+                f"zero mass with first moment {first.tolist()} (when the torques do not determine the mass, "
+                "fit with nominal= so that it keeps its model value)",
+            )
         return Inertial(0.0, np.zeros(3), origin_inertia(p))
     c = first / m
     inertia = origin_inertia(p) - m * (float(c @ c) * np.eye(3) - np.outer(c, c))
@@ -270,6 +275,9 @@ def apply_parameters(model: RobotModel, theta: ArrayLike, pset: ParameterSet, *,
             b = float(fp.level_even[j]) if fa is None else fa
             old = fr.coulomb
             changes["coulomb"] = (fc + b, b - fc)
+            if check and (fc + b < 0.0 or b - fc > 0.0):
+                problem = f"joint {joint.name!r}: Coulomb levels (Fc + Fa, Fa - Fc) = ({fc + b:.6g}, {b - fc:.6g})"
+                raise ModelError(src, f"joints[{j}].friction.coulomb", problem + " need T+ >= 0 >= T-")
             if fr.static is not None:
                 changes["static"] = (fc + b + fr.static[0] - old[0], b - fc + fr.static[1] - old[1])
             if pset.coulomb == "tanh":

@@ -325,7 +325,7 @@ def regressor(
     for start in range(0, qa.shape[0], max(1, int(chunk))):
         sl = slice(start, start + max(1, int(chunk)))
         for i, block in _link_blocks(model, qa[sl], qda[sl], qdda[sl], lay.links) if lay.links else ():
-            out[sl, : i + 1, lay.link_slice(i)] = block.transpose(2, 1, 0)
+            out[sl, : i + 1, lay.link_slice(i)] = np.ascontiguousarray(block.transpose(2, 1, 0))
         _joint_columns(pset, qda[sl], qdda[sl], lay, out[sl])
     return out[0] if single else out
 
