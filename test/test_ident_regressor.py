@@ -278,3 +278,25 @@ def test_random_chains_with_oblique_axes_and_prismatic_joints(seed: int) -> None
     model = _random_chain(seed)
     _check_against_engine(model, ParameterSet(asymmetric=True), seed=seed)
     _check_against_engine(model, ParameterSet(coulomb="sign", asymmetric=True), seed=seed + 100)
+
+
+@pytest.mark.parametrize("name", sorted(URDF_ARMS))
+def test_urdf_arm_inertial_columns_equal_pinocchio_from_its_own_parser(name: str) -> None:
+    """The same check on example-robot-data arms, Pinocchio reading the URDF itself (its joint frames
+    are the model's F_i; off-chain joints locked)."""
+    pin = pytest.importorskip("pinocchio")
+    from engine_reference import pinocchio_urdf
+
+    model = _urdf(name)
+    pm = pinocchio_urdf(name)
+    data = pm.createData()
+    pset = ParameterSet(armature=False, viscous=False, coulomb="none", offset=False)
+    q, qd, qdd = random_states(16, model.dof, 25)
+    Y = regressor(model, q, qd, qdd, pset)
+    order = np.concatenate([10 * i + np.array([0, 1, 2, 3, 4, 5, 7, 6, 8, 9]) for i in range(model.dof)])
+    for k in range(len(q)):
+        qp: list[float] = []
+        for i, qi in enumerate(q[k]):
+            qp += [math.cos(qi), math.sin(qi)] if pm.joints[i + 1].nq == 2 else [qi]
+        ref = pin.computeJointTorqueRegressor(pm, data, np.array(qp), qd[k], qdd[k])
+        assert max_relative_error(Y[k][:, order], ref) < TOL
