@@ -159,6 +159,10 @@ def test_unexcited_joint_is_named_or_held_by_the_prior() -> None:
         k = base.names.index(name)
         assert fit.theta_base[k] == pytest.approx(expected[k], rel=1e-6, abs=1e-9)
     assert fit.residual_rms.max() < 1e-3
+    # the consistent fit's default prior holds the same directions
+    consistent = fit_consistent(ne, model, PSET, base)
+    assert {"Fv6", "Fc6"} <= set(consistent.poorly_excited)
+    assert consistent.theta_base[base.names.index("Fv6")] == pytest.approx(expected[base.names.index("Fv6")], rel=1e-4)
 
 
 # ----------------------------------------------------------------------------------------------
