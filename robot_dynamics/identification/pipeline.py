@@ -11,7 +11,8 @@
    prior (``prior_weight > 0``) or reported as an error;
 3. two-pass weighted least squares (Khalil & Dombre 12.4.2; Gautier 1997): an unweighted fit gives
    each joint's residual variance ``sigma_j^2``, the second pass weighs joint ``j`` with
-   ``1 / sigma_j^2`` (or the given ``noise_std``);
+   ``1 / sigma_j^2``; its residuals give the final ``sigma_j`` (an unweighted fit lets the joints
+   with large torques dominate and overstates the small joints' noise), or ``noise_std`` is given;
 4. by default the physically consistent fit (every link a rigid body: positive mass, positive
    definite inertia satisfying the triangle inequality; Wensing, Kim & Slotine 2017, log-Cholesky
    parametrisation of Rucker & Wensing 2022), started from the nominal values;
@@ -263,13 +264,14 @@ def fit_statistics(
     if static:
         warnings.append(f"joints that never moved in any bag: {', '.join(static)}")
 
-    first = fit_least_squares(train, base, nominal=nominal, prior_weight=prior_weight)
     if noise_std is not None:
         sigma = np.asarray(noise_std, dtype=float)
         if sigma.shape != (n,) or not np.all(sigma > 0.0):
             raise IdentificationError(f"noise_std: expected {n} positive values, got {list(sigma)}")
-    else:
-        sigma = _noise(train, first.theta, len(base.names))
+    else:  # first pass unweighted; its residuals weigh the second, whose residuals refine the weights once
+        sigma = _noise(train, fit_least_squares(train, base, nominal, prior_weight).theta, len(base.names))
+        refit = fit_least_squares(train.with_weights(1.0 / sigma**2), base, nominal, prior_weight)
+        sigma = _noise(train, refit.theta, len(base.names))
     weights = 1.0 / sigma**2
     weighted = train.with_weights(weights)
     fit = fit_least_squares(weighted, base, nominal=nominal, prior_weight=prior_weight)

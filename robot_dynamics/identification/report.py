@@ -33,6 +33,21 @@ from .samples import BagTask, friction_law, held_out_series
 FORMATS = ("yaml", "urdf")
 
 
+def robot_label(result: IdentificationResult) -> str:
+    """The stock model's source as a user names it: a bundled robot by name, else its file (or name)."""
+    from robot_dynamics.io.robots import bundled_robot_path, bundled_robots
+
+    model = result.model
+    source = model.source or model.name
+    try:
+        for name in bundled_robots():
+            if Path(source).resolve() == bundled_robot_path(name).resolve():
+                return name
+    except (ValueError, OSError):
+        pass
+    return source
+
+
 def _floats(values: FloatArray | None) -> list[float] | None:
     return None if values is None else [float(v) for v in np.asarray(values, dtype=float)]
 
@@ -92,7 +107,7 @@ def summary(result: IdentificationResult) -> dict[str, Any]:
         joints.append(row)
     return {
         "robot": model.name,
-        "robot_source": model.source or model.name,
+        "robot_source": robot_label(result),
         "created": result.created,
         "method": fit.method,
         "consistent": result.consistent,
@@ -152,7 +167,7 @@ def metadata(result: IdentificationResult) -> dict[str, Any]:
     """The ``identified:`` block of the model file: provenance and the headline numbers."""
     rms = {k: _floats(v) for k, v in result.rms.items()}
     return {
-        "from_robot": result.model.source or result.model.name,
+        "from_robot": robot_label(result),
         "bags": [s.name for s in result.bags],
         "created": result.created,
         "method": result.fit.method,
@@ -207,7 +222,7 @@ def json_text(result: IdentificationResult) -> str:
 def model_text(result: IdentificationResult, fmt: str = "yaml") -> str:
     """The identified model as chain YAML (default) or URDF text (module docstring)."""
     header = (
-        f"Identified by robot-dynamics identify from {result.model.source or result.model.name} on "
+        f"Identified by robot-dynamics identify from {robot_label(result)} on "
         f"{result.created}\n({len(result.bags)} bag(s), {result.fit.method}). The constant torque offsets are "
         "sensor biases: reported in identified.offsets_not_deployed, not part of the model."
     )

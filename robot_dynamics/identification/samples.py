@@ -308,6 +308,18 @@ def _bag_arrays(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray | Non
     return t, series.position, series.velocity, series.effort
 
 
+_MODELS: dict[tuple[str, tuple[str, ...]], RobotModel] = {}
+
+
+def _shared(model: RobotModel) -> RobotModel:
+    """One instance per distinct model in this process: every task arrives with its own unpickled copy,
+    and the engine keeps its compiled kernels per instance (a worker reuses them across bags)."""
+    key = (model.fingerprint(), tuple(model.joint_names))
+    if key not in _MODELS and len(_MODELS) >= 8:
+        _MODELS.clear()
+    return _MODELS.setdefault(key, model)
+
+
 def bag_statistics(task: BagTask) -> SampleStatistics:
     """Reads and reduces one bag (module docstring). A module-level function: picklable for workers.
 
@@ -315,8 +327,9 @@ def bag_statistics(task: BagTask) -> SampleStatistics:
     process boundaries as their message).
     """
     try:
+        model = _shared(task.model)
         t, q, qd, tau = _bag_arrays(task)
-        return statistics_from_arrays(task.model, task.pset, t, q, qd, tau, task.settings, name=task.path)
+        return statistics_from_arrays(model, task.pset, t, q, qd, tau, task.settings, name=task.path)
     except IdentificationError:
         raise
     except (RobotDynamicsError, OSError, KeyError) as exc:
