@@ -134,6 +134,7 @@ def test_payload_only_reports_the_payload(
         ("missing", "no such bag"),
         ("joint_map", "has no joint 'elbow'"),
         ("holdout", "--holdout must be in [0, 1)"),
+        ("noise", "noise_std: expected 3 positive values"),
     ],
 )
 def test_bad_input_one_message_exit_2_nothing_written(
@@ -153,7 +154,11 @@ def test_bad_input_one_message_exit_2_nothing_written(
         bag = data / "nothing_here"
     else:
         bag = write_bag(data / "b", record(truth, 2.0, 250.0, seed=1), truth.joint_names)
-        extra = ["--joint-map", "joint2=elbow"] if case == "joint_map" else ["--holdout", "1.5"]
+        extra = {
+            "joint_map": ["--joint-map", "joint2=elbow"],
+            "holdout": ["--holdout", "1.5"],
+            "noise": ["--noise", "0.1", "0.1"],
+        }[case]
     out = tmp_path / "out" / "model.yaml"
     report = tmp_path / "out" / "r.json"
     status, _, err = _run(capsys, str(bag), "--robot", "scara", "--out", str(out), "--json", str(report), *extra)
@@ -170,7 +175,9 @@ def test_static_joint_with_prior_falls_back_and_says_so(
     truth = perturbed_model(scara, seed=1)
     bag = write_bag(tmp_path / "b", _frozen(truth, 1, 1), truth.joint_names)
     out = tmp_path / "m.yaml"
-    status, stdout, _ = _run(capsys, str(bag), "--robot", "scara", "--out", str(out), "--prior", "1e-6", "--jobs", "1")
+    status, stdout, _ = _run(
+        capsys, str(bag), "--robot", "scara", "--out", str(out), "--prior", "1e-6", "--noise", "0.05", "0.05", "0.05"
+    )
     assert status == 0
     assert "warning: not determined by the data, kept at nominal values by the prior" in stdout
     assert "joint2" in stdout

@@ -2,7 +2,7 @@
 
   robot-dynamics identify BAG [BAG ...|DIR] --robot ROBOT --out MODEL.yaml [--format yaml|urdf]
       [--holdout 0.3] [--json REPORT.json] [--plot PNG] [--jobs N] [--scheduler ADDRESS]
-      [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W]
+      [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
 
 The pipeline is :func:`robot_dynamics.identification.pipeline.identify`. Outputs are written only
@@ -88,6 +88,13 @@ def register(sub: Any) -> None:
     p.add_argument("--coulomb", choices=("tanh", "sign"), default="tanh", help="Coulomb friction law (%(default)s)")
     p.add_argument("--payload-only", action="store_true", help="identify only the last link (tool + payload)")
     p.add_argument(
+        "--noise",
+        type=float,
+        nargs="+",
+        metavar="SIGMA",
+        help="per-joint torque noise std (N m or N), one per joint; default: estimated from the residuals",
+    )
+    p.add_argument(
         "--prior",
         type=float,
         default=0.0,
@@ -130,6 +137,7 @@ def run_identify(args: argparse.Namespace) -> int:
         coulomb=args.coulomb,
         holdout=args.holdout,
         prior_weight=args.prior,
+        noise_std=args.noise,
         joint_states=args.joint_states,
         joint_map=joint_map,
         jobs=args.jobs,

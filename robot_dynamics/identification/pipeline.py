@@ -32,6 +32,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -366,6 +367,8 @@ def identify(
         settings = PipelineSettings(
             joint_states=joint_states, joint_map=tuple(sorted((joint_map or {}).items())), holdout=holdout
         )
+    if scheduler is not None:  # workers elsewhere: absolute paths (the bags must be readable there)
+        paths = [str(Path(path).resolve()) for path in paths]
     tasks = [BagTask(path, model, pset, settings) for path in paths]
     stats = map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress)
     reduced = time.perf_counter()
