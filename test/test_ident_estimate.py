@@ -12,6 +12,7 @@ import pytest
 from engine_reference import EXAMPLE_ROBOTS, URDF_ARMS
 
 import robot_dynamics as rd
+from robot_dynamics.errors import StateError
 from robot_dynamics.identification import (
     IdentificationError,
     NormalEquations,
@@ -100,6 +101,10 @@ def test_normal_equations_by_hand_add_reweight_and_save(tmp_path: Path) -> None:
     assert back.count == ne.count
     with pytest.raises(IdentificationError, match="weights"):
         ne.with_weights([1.0, -1.0, 1.0, 1.0, 1.0, 1.0])
+    bad = tau.copy()
+    bad[7, 2] = np.nan
+    with pytest.raises(StateError, match="tau has non-finite values in 1 states"):
+        accumulate(model, q, qd, qdd, bad, pset)
 
 
 # ----------------------------------------------------------------------------------------------

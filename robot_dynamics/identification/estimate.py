@@ -171,6 +171,10 @@ def accumulate(
     if any(a.ndim != 2 or a.shape != arrays[0].shape for a in arrays) or arrays[0].shape[1:] != (model.dof,):
         shapes = [a.shape for a in arrays]
         raise StateError(f"accumulate: expected q, qd, qdd, tau of the same shape (N, {model.dof}), got {shapes}")
+    for name, arr in zip(("q", "qd", "qdd", "tau"), arrays, strict=True):
+        if not np.all(np.isfinite(arr)):
+            rows = np.flatnonzero(~np.all(np.isfinite(arr), axis=1))
+            raise StateError(f"accumulate: {name} has non-finite values in {len(rows)} states (first: {rows[0]})")
     n, p = model.dof, pset.size(model)
     ata, atb = np.zeros((n, p, p)), np.zeros((n, p))
     step = max(1, int(chunk))
