@@ -77,9 +77,15 @@ def test_identify_writes_model_report_and_plot(bags: Path, tmp_path: Path, capsy
         assert row["rms_identified_train"] < 0.1 * row["rms_nominal_train"]
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["holdout.png", "report.json", "scara_id.yaml"]
-    # evaluate accepts the identified model: its friction-model error on a bag is about the noise
+    # evaluate and the nodes' loader accept the identified model
     status, stdout, _ = _run_evaluate(capsys, str(bags / "run0"), "--robot", str(out))
     assert status == 0
+    pytest.importorskip("rclpy")
+    from robot_dynamics.ros.common import load_robot_model
+
+    node_model = load_robot_model("", str(out))
+    q = np.full(3, 0.1)
+    np.testing.assert_array_equal(rd.inverse_dynamics(node_model, q, q, q), rd.inverse_dynamics(model, q, q, q))
 
 
 def _run_evaluate(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
