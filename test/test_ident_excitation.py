@@ -396,3 +396,12 @@ def test_replay_of_the_dry_run_bag_through_the_live_feedforward_node(tmp_path: P
     )
     assert cmp.matched == count and cmp.tracking == count, report + cmp.describe()
     np.testing.assert_allclose(np.sort(recorded.effort, axis=0), np.sort(inputs.series.effort, axis=0), atol=1e-9)
+
+
+def test_several_periods_repeat_the_series(tmp_path: Path) -> None:
+    model = _limited_robot(tmp_path)
+    result = design_excitation(model, 4.0, 2, base_frequency=0.5, rate=25.0, seed=1, starts=1, max_iterations=10)
+    assert result.settings["periods"] == 2
+    half = len(result.times) // 2  # 101 points: 0..4 s; the second period repeats the first
+    np.testing.assert_allclose(result.positions[half:], result.positions[: half + 1], atol=1e-12)
+    np.testing.assert_allclose(result.accelerations[half:], result.accelerations[: half + 1], atol=1e-12)
