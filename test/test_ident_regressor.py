@@ -26,6 +26,7 @@ from robot_dynamics.identification import (
     link_parameters,
     nominal_parameters,
     physical_problem,
+    predict,
     regressor,
     with_coulomb_velocity,
 )
@@ -153,6 +154,9 @@ def test_single_state_and_chunking_give_the_same_rows() -> None:
     Y = regressor(model, q, qd, qdd)
     np.testing.assert_array_equal(regressor(model, q, qd, qdd, chunk=5), Y)
     np.testing.assert_allclose(regressor(model, q[3], qd[3], qdd[3]), Y[3], rtol=0, atol=1e-14)
+    theta = np.random.default_rng(20).normal(size=Y.shape[2])
+    np.testing.assert_allclose(predict(model, q, qd, qdd, theta, chunk=6), Y @ theta, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(predict(model, q[2], qd[2], qdd[2], theta), Y[2] @ theta, rtol=1e-12, atol=1e-12)
     # block upper-triangular: joint j never sees links below it
     pset = ParameterSet()
     for i in range(model.dof):

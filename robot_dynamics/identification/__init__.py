@@ -23,7 +23,8 @@ API (names are stable):
   ``link_parameters(Inertial) -> (10,)``, ``body_of(phi10) -> Inertial``.
 * ``regressor(model, q, qd, qdd, pset) -> (N, n, p)`` (or ``(n, p)`` for one state);
   ``fixed_torques(model, q, qd, qdd, pset) -> (N, n)``: the model's torque outside ``Y theta``
-  (subtract from measured torque); ``with_coulomb_velocity(model, v)``.
+  (subtract from measured torque); ``predict(model, q, qd, qdd, theta, pset) -> (N, n)`` = ``Y theta``
+  without holding ``Y`` (chunked); ``with_coulomb_velocity(model, v)``.
 * ``NormalEquations``: per-joint, unweighted sums ``ata_joint (n, p, p)``, ``atb_joint (n, p)``,
   ``btb_joint (n,)``, ``count`` (states), ``weights (n,)``; weighted totals ``ata (p, p)``,
   ``atb (p,)``, ``btb``; ``joints``; ``a + b`` (sum of data sets); ``with_weights(w)``;
@@ -63,7 +64,7 @@ from .parameters import (
     nominal_parameters,
     physical_problem,
 )
-from .regressor import fixed_torques, regressor, with_coulomb_velocity
+from .regressor import fixed_torques, predict, regressor, with_coulomb_velocity
 from .stribeck import StribeckFit, fit_stribeck
 
 __all__ = [
@@ -86,6 +87,7 @@ __all__ = [
     "nominal_parameters",
     "normal_equations",
     "physical_problem",
+    "predict",
     "regressor",
     "with_coulomb_velocity",
 ]

@@ -330,6 +330,31 @@ def regressor(
     return out[0] if single else out
 
 
+def predict(
+    model: RobotModel,
+    q: ArrayLike,
+    qd: ArrayLike,
+    qdd: ArrayLike,
+    theta: ArrayLike,
+    pset: ParameterSet | None = None,
+    *,
+    chunk: int = CHUNK,
+) -> FloatArray:
+    """``Y theta`` ``(N, n)`` (or ``(n,)``) without holding ``Y``: chunk by chunk, joint by joint."""
+    pset = pset or ParameterSet()
+    th = np.asarray(theta, dtype=float)
+    if th.shape != (pset.size(model),):
+        raise StateError(f"theta: expected {pset.size(model)} parameters, got shape {th.shape}")
+    single, (qa, qda, qdda) = _states(model, q, qd, qdd)
+    out = np.empty(qa.shape)
+    step = max(1, int(chunk))
+    for start in range(0, qa.shape[0], step):
+        sl = slice(start, start + step)
+        for j, cols, A in joint_rows(model, qa[sl], qda[sl], qdda[sl], pset):
+            out[sl, j] = A @ th[cols]
+    return out[0] if single else out
+
+
 def with_coulomb_velocity(model: RobotModel, velocity: float) -> RobotModel:
     """``model`` with every joint's friction ``smoothing_velocity`` set to ``velocity``."""
     joints = tuple(replace(j, friction=replace(j.friction, smoothing_velocity=velocity)) for j in model.joints)
@@ -352,4 +377,4 @@ def fixed_torques(
     smooth = pset.coulomb == "tanh"
     reference = with_coulomb_velocity(model, pset.coulomb_velocity) if smooth else model
     tau = inverse_dynamics(reference, q, qd, qdd, friction=True, smooth=smooth, smooth_kind="tanh")
-    return np.asarray(tau, dtype=float) - regressor(model, q, qd, qdd, pset) @ nominal_parameters(model, pset)
+    return np.asarray(tau, dtype=float) - predict(model, q, qd, qdd, nominal_parameters(model, pset), pset)
