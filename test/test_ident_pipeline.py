@@ -256,3 +256,21 @@ def test_velocity_free_streams_differentiate_positions(puma: RobotModel, truth: 
     result = fit_statistics(puma, pset, stats, consistent=False)
     expected = result.base.to_base(nominal_parameters(truth, pset))
     assert np.abs(result.fit.theta_base - expected).max() < 1e-6 * np.abs(expected).max()
+
+
+def test_bundled_sample_bag(puma: RobotModel) -> None:
+    """The simulated PUMA bag (stick-slip plant, sensor noise): the noise is found, the least-squares
+    model is as good as the simulated plant on held-out data, the consistent fit warns that the
+    published inertias are no rigid bodies' (it costs more than least squares)."""
+    from robot_dynamics.bag.sample import EFFORT_NOISE as SAMPLE_NOISE
+
+    bag = str(Path(__file__).resolve().parent.parent / "data" / "puma560_sample")
+    wls = identify(bag, puma, consistent=False, jobs=1)
+    np.testing.assert_allclose(wls.noise_std, SAMPLE_NOISE, rtol=0.35)  # joint 1: stiction adds to the noise
+    assert wls.rms["identified_holdout"] is not None and wls.rms["nominal_holdout"] is not None
+    assert np.all(wls.rms["identified_holdout"] < 1.1 * wls.rms["nominal_holdout"])
+    assert wls.fit.sigma2 == pytest.approx(1.0, rel=0.1)
+    consistent = identify(bag, puma, jobs=1)
+    assert consistent.identified is not None
+    assert consistent.fit.cost > wls.fit.cost
+    assert any("times the least-squares cost" in w for w in consistent.warnings)

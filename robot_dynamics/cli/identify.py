@@ -128,6 +128,8 @@ def run_identify(args: argparse.Namespace) -> int:
     try:
         model, joint_map = _robot_options(argparse.ArgumentParser(), args)
     except TypeError as exc:  # a loader without joint locking
+        if not args.lock_joint:
+            raise
         raise RobotDynamicsError(f"--lock-joint is not supported by this installation ({exc})") from None
     result = identify(
         args.bags,

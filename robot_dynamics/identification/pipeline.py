@@ -57,6 +57,7 @@ from .parameters import (
 from .samples import BagTask, PipelineSettings, SampleStatistics, bag_statistics, expand_bags
 
 NOISE_FLOOR = 1e-6  # sigma_j is at least this fraction of joint j's RMS torque (noise-free data)
+COST_WARNING = 1.1  # consistent cost / least-squares cost above which the report warns
 RANK_TOLERANCE = 1e-10  # smallest eigenvalue / largest of the scaled base normal equations
 
 
@@ -94,6 +95,7 @@ class IdentificationResult:
     elapsed: dict[str, float] = field(default_factory=dict)
     created: str = ""
     model_problem: str | None = None
+    wls_cost: float = 0.0  # the weighted least-squares cost (the consistent fit's is fit.cost)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -275,12 +277,19 @@ def fit_statistics(
         sigma = _noise(train, refit.theta, len(base.names))
     weights = 1.0 / sigma**2
     weighted = train.with_weights(weights)
-    fit = fit_least_squares(weighted, base, nominal=nominal, prior_weight=prior_weight)
+    fit = wls = fit_least_squares(weighted, base, nominal=nominal, prior_weight=prior_weight)
     if consistent:
         if prior_weight > 0.0:
             fit = fit_consistent(weighted, model, pset, base, nominal=nominal, prior_weight=prior_weight)
         else:
             fit = fit_consistent(weighted, model, pset, base, nominal=nominal)  # its own small default prior
+        ratio = fit.cost / wls.cost if wls.cost > 0.0 else 1.0
+        if ratio > COST_WARNING:
+            warnings.append(
+                f"the consistent fit's cost is {ratio:.2f} times the least-squares cost: the data ask for "
+                "parameters no rigid body has (published non-physical inertia, unmodelled effects, or poor "
+                "excitation); compare with --no-consistent"
+            )
     identified: RobotModel | None = None
     model_problem = None
     try:
@@ -303,6 +312,7 @@ def fit_statistics(
         model=model,
         identified=identified,
         model_problem=model_problem,
+        wls_cost=wls.cost,
         pset=pset,
         base=base,
         fit=fit,

@@ -130,6 +130,7 @@ def summary(result: IdentificationResult) -> dict[str, Any]:
             for s in result.bags
         ],
         "condition_number": _finite(float(fit.condition_number)),
+        "cost": {"fit": float(fit.cost), "least_squares": float(result.wls_cost), "sigma2": float(fit.sigma2)},
         "base_parameters": base_rows,
         "unidentifiable": list(getattr(base, "unidentifiable", ())),
         "parameters": {name: float(v) for name, v in zip(names, np.asarray(fit.theta, dtype=float), strict=True)},
