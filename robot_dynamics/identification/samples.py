@@ -16,9 +16,11 @@ For each bag, independently of every other (so bags can be processed anywhere an
    friction and armature parameters;
 5. build the regressor chunk by chunk (bounded memory) and reduce to per-joint normal equations
    ``Y^T Y``, ``Y^T tau``, ``tau^T tau`` (:func:`robot_dynamics.identification.normal_equations`),
-   after subtracting the torque the parameter set leaves at its model value
-   (:func:`~robot_dynamics.identification.fixed_torques`: other links for a payload fit, Stribeck, ...);
-   the stock model's squared errors are summed alongside for the nominal-vs-identified comparison.
+   after subtracting the torque the parameter set leaves at its model value (the model's inverse
+   dynamics with the fitted friction law, :func:`friction_law`, minus ``Y theta_nominal``: other links
+   for a payload fit, Stribeck, the asymmetric Coulomb part, ...); the stock model's squared errors
+   (smooth friction, as the nodes compute it) are summed alongside for the nominal-vs-identified
+   comparison.
 """
 
 from __future__ import annotations
