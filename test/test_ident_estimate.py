@@ -105,6 +105,8 @@ def test_normal_equations_by_hand_add_reweight_and_save(tmp_path: Path) -> None:
     bad[7, 2] = np.nan
     with pytest.raises(StateError, match="tau has non-finite values in 1 states"):
         accumulate(model, q, qd, qdd, bad, pset)
+    with pytest.raises(IdentificationError, match="no data"):
+        fit_least_squares(NormalEquations.empty(6, ne.parameters), base_parameters(model, pset), prior_weight=1.0)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -235,6 +235,8 @@ def base_problem(
         )
     if not prior_weight >= 0.0:
         raise IdentificationError(f"prior_weight must be >= 0, got {prior_weight!r}")
+    if ne.count == 0:
+        raise IdentificationError("no data: the normal equations hold no states")
     ix = base.independent
     s = base.scale
     A = ne.ata[np.ix_(ix, ix)] / np.outer(s, s)
@@ -269,7 +271,13 @@ def fit_least_squares(
             "the data do not excite the base parameters " + ", ".join(prob.poorly_excited) + " (condition number "
             f"{prob.condition_number:.3g}); record motion that moves these joints, or pass a prior_weight"
         )
-    L = np.linalg.cholesky(prob.H)
+    try:
+        L = np.linalg.cholesky(prob.H)
+    except np.linalg.LinAlgError:
+        raise IdentificationError(
+            f"the normal equations are singular (condition number {prob.condition_number:.3g}); "
+            "record more varied motion or pass a larger prior_weight"
+        ) from None
     z = np.linalg.solve(L.T, np.linalg.solve(L, prob.g))
     theta_base = z / prob.scale
     theta = base.to_full(theta_base, nominal)
