@@ -12,8 +12,10 @@ Usage: ``.venv/bin/python bench/bench_identify.py [--full] [--skip-dask]``
     the per-bag reduction (``map_tasks``) with 1 vs 2 local processes and with a Dask
     ``LocalCluster`` of 1 vs 2 worker processes (cluster start-up not timed); parallel efficiency
     ``T1 / (2 T2)``; the results are checked identical.
-(c) **evaluate**: ``robot-dynamics evaluate``'s pipeline on a 100k-message bag (messages per second),
-    which the identification work must leave unchanged (``bench/bench_bag.py`` has the stages).
+(c) **evaluate**: ``robot-dynamics evaluate``'s pipeline on a 100k-message bag (messages per second,
+    best of 3, in a fresh interpreter), which the identification work must leave unchanged;
+    ``--peer TREE`` runs the same with another source tree (e.g. the main checkout) for the ratio
+    (``bench/bench_bag.py`` has the stages).
 
 BLAS is limited to one thread per process (``OPENBLAS_NUM_THREADS=1`` etc., set before NumPy loads)
 so that "1 worker" means one core and the efficiency compares like with like.
@@ -28,6 +30,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import importlib.metadata  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -156,26 +160,55 @@ def bench_bags(count: int, seconds: float, dask: bool) -> None:
             print(f"    Dask efficiency: {one / (2 * two):.0%}")
 
 
-def bench_evaluate(messages: int) -> None:
-    from robot_dynamics.bag import evaluate as ev_mod
-    from robot_dynamics.bag import io
+EVALUATE = """
+import sys, tempfile, time
+from pathlib import Path
+import numpy as np
+import robot_dynamics as rd
+from robot_dynamics.bag import evaluate as ev_mod, io
 
-    puma = rd.load_robot("puma560")
-    t = np.arange(messages) / 1000.0
-    w = 2 * np.pi * np.array([0.3, 0.5, 0.7, 1.1, 1.3, 1.7])
-    q = puma.named_poses["qn"] + 0.5 * np.sin(w * t[:, None])
-    qd = 0.5 * w * np.cos(w * t[:, None])
-    tau = rd.inverse_dynamics(puma, q, qd, -0.5 * w**2 * np.sin(w * t[:, None]), smooth=True)
-    stamps = 1_700_000_000_000_000_000 + np.round(t * 1e9).astype(np.int64)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "eval"
-        with io.BagWriter(path) as writer:
-            writer.write_joint_states("joint_states", stamps + 300_000, puma.joint_names, q, qd, tau, stamps=stamps)
+messages = int(sys.argv[1])
+puma = rd.load_robot("puma560")
+t = np.arange(messages) / 1000.0
+w = 2 * np.pi * np.array([0.3, 0.5, 0.7, 1.1, 1.3, 1.7])
+q = puma.named_poses["qn"] + 0.5 * np.sin(w * t[:, None])
+qd = 0.5 * w * np.cos(w * t[:, None])
+tau = rd.inverse_dynamics(puma, q, qd, -0.5 * w**2 * np.sin(w * t[:, None]), smooth=True)
+stamps = 1_700_000_000_000_000_000 + np.round(t * 1e9).astype(np.int64)
+with tempfile.TemporaryDirectory() as tmp:
+    path = Path(tmp) / "eval"
+    with io.BagWriter(path) as writer:
+        writer.write_joint_states("joint_states", stamps + 300_000, puma.joint_names, q, qd, tau, stamps=stamps)
+    best = float("inf")
+    for _ in range(3):
         start = time.perf_counter()
         inputs = ev_mod.read_inputs(path, puma, trajectory=None)
         ev_mod.evaluate(puma, inputs.series, inputs.trajectories)
-        elapsed = time.perf_counter() - start
-    print(f"(c) evaluate (read + derivatives + model + feed-forward): {messages / elapsed / 1e3:.0f} k messages/s")
+        best = min(best, time.perf_counter() - start)
+print(messages / best)
+"""
+
+
+def evaluate_rate(messages: int, tree: Path) -> float:
+    """``evaluate``'s messages per second (best of 3) with the package of source tree ``tree``."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run(
+        [sys.executable, "-c", EVALUATE, str(messages)], env=env, check=True, capture_output=True, text=True
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def bench_evaluate(messages: int, peer: str | None) -> None:
+    here = Path(__file__).resolve().parents[1]
+    trees = [here] + ([Path(peer)] if peer else [])
+    rates = [0.0] * len(trees)
+    for _ in range(3 if peer else 1):  # interleaved, best of each: load on a shared machine hits both alike
+        for k, tree in enumerate(trees):
+            rates[k] = max(rates[k], evaluate_rate(messages, tree))
+    line = f"(c) evaluate (read, derivatives, model, feed-forward), {messages} messages: {rates[0] / 1e3:.0f} k msg/s"
+    if peer:
+        line += f"; {peer}: {rates[1] / 1e3:.0f} k msg/s (ratio {rates[0] / rates[1]:.2f})"
+    print(line)
 
 
 def main() -> None:
@@ -187,13 +220,14 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000, help="bag size of (c)")
     parser.add_argument("--skip-dask", action="store_true")
     parser.add_argument("--only", choices=("a", "b", "c"), help="run one part")
+    parser.add_argument("--peer", metavar="TREE", help="another source tree to compare evaluate's throughput with")
     args = parser.parse_args()
     if args.only in (None, "a"):
         bench_arrays(3600.0 if args.full else args.seconds)
     if args.only in (None, "b"):
         bench_bags(args.bags, args.bag_seconds, not args.skip_dask)
     if args.only in (None, "c"):
-        bench_evaluate(args.messages)
+        bench_evaluate(args.messages, args.peer)
 
 
 if __name__ == "__main__":
