@@ -274,3 +274,15 @@ def test_bundled_sample_bag(puma: RobotModel) -> None:
     assert consistent.identified is not None
     assert consistent.fit.cost > wls.fit.cost
     assert any("times the least-squares cost" in w for w in consistent.warnings)
+
+
+def test_a_failing_bag_in_worker_processes_is_named(puma: RobotModel, truth: RobotModel, tmp_path: Path) -> None:
+    from robot_dynamics.identification.parallel import map_tasks
+
+    good = write_bag(tmp_path / "a_good", record(truth, 1.0, 200.0, seed=1), truth.joint_names)
+    bad = write_bag(tmp_path / "b_bad", record(truth, 1.0, 200.0, seed=2), truth.joint_names, effort=False)
+    with pytest.raises(IdentificationError, match=r"b_bad: the joint states .* carry no effort"):
+        identify([str(good), str(bad)], puma, jobs=2)
+    with pytest.raises(IdentificationError, match="jobs must be >= 1"):
+        map_tasks(abs, [1, 2], jobs=0)
+    assert map_tasks(abs, [-1, -2, 3], jobs=2) == [1, 2, 3]  # results in task order
