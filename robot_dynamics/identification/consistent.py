@@ -24,6 +24,11 @@ the torques do not determine are left where the start puts them (Levenberg–Mar
 minimum-norm steps there); ``null_weight > 0`` adds an explicit weak pull of the link coordinates
 toward the start.
 
+A solution on the boundary of the consistent set (a body with a degenerate mass distribution, a
+friction level or armature exactly 0) lies at infinity in these coordinates and is approached only
+linearly; ``max_nfev`` bounds the work. On 3000 noisy states of a Panda whose true friction is zero,
+100 evaluations leave the cost within 4e-4 of WLS and 5000 evaluations improve it by only 1e-5 relative.
+
 It starts from the least-squares estimate projected onto the consistent set (pseudo-inertia
 eigenvalues raised to at least ``1e-6`` of the largest; e.g. the bundled PUMA 560's links 1 and 3,
 which violate the triangle inequality as published).
