@@ -162,7 +162,7 @@ def test_payload_only(puma: RobotModel, tmp_path: Path) -> None:
     truth = puma.with_changes(joints=(*puma.joints[:-1], replace(last, link=last.link + in_link)))
     rec = record(truth, 3.0, 250.0, seed=51)
     bag = write_bag(tmp_path / "payload", rec, truth.joint_names)
-    result = identify(str(bag), puma, payload_only=True, settings=EXACT, jobs=1, consistent=False)
+    result = identify(bag, puma, payload_only=True, settings=EXACT, jobs=1, consistent=False)  # a Path
     assert result.payload is not None
     assert result.pset.links == (5,) and not result.pset.armature
     assert result.payload["mass"] == pytest.approx(1.5, rel=1e-6)

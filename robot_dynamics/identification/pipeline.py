@@ -28,6 +28,7 @@ identified last link minus the nominal one — is reported in the tool frame.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -335,7 +336,7 @@ def fit_statistics(
 
 
 def identify(
-    bags: str | Sequence[str],
+    bags: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     robot: str | RobotModel = DEFAULT_ROBOT,
     *,
     pset: ParameterSet | None = None,
@@ -366,7 +367,8 @@ def identify(
     """
     clock = time.perf_counter()
     model = robot if isinstance(robot, RobotModel) else load_robot(robot)
-    paths = expand_bags([bags] if isinstance(bags, str) else list(bags))
+    items = [bags] if isinstance(bags, (str, os.PathLike)) else list(bags)
+    paths = expand_bags([os.fspath(b) for b in items])
     if payload_only:
         pset = payload_parameter_set(model)
     elif pset is None:
