@@ -28,6 +28,8 @@ setup(
         "matplotlib",
     ],
     extras_require={
+        # identify --scheduler ADDRESS (an existing Dask cluster); the local process pool needs nothing
+        "dask": ["dask", "distributed"],
         "test": [
             "pytest",
             "pytest-timeout",

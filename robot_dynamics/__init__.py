@@ -1,5 +1,7 @@
 """robot_dynamics: dynamics of serial manipulators (pure NumPy/SciPy/SymPy core; ROS adapters in .ros)."""
 
+from typing import TYPE_CHECKING, Any
+
 from .dynamics import (
     InverseDynamicsBreakdown,
     RobmatCoefficients,
@@ -35,6 +37,20 @@ from .trajectory import JointTrajectorySampler, TrajectorySample
 
 __version__ = "0.1.0"
 
+
+if TYPE_CHECKING:
+    from .identification.pipeline import identify
+
+
+def __getattr__(name: str) -> Any:
+    """``identify`` is imported on first use (it pulls in the bag reader, SciPy's optimiser)."""
+    if name == "identify":
+        from .identification.pipeline import identify
+
+        return identify
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "DEFAULT_ROBOT",
     "FrictionTerms",
@@ -57,6 +73,7 @@ __all__ = [
     "friction_torques",
     "friction_total",
     "gravity_torques",
+    "identify",
     "inertia_matrix",
     "inverse_dynamics",
     "jacobian",

@@ -14,14 +14,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES: tuple[str, ...] = ("models", "bag", "dynamics", "symbolic")
+COMMAND_MODULES: tuple[str, ...] = ("models", "bag", "dynamics", "symbolic", "identify", "excitation")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="robot-dynamics",
         description="Dynamics of serial manipulators: models, Newton-Euler, Lagrange-Euler D/h/c, friction, "
-        "symbolic equations, rosbag evaluation.",
+        "symbolic equations, rosbag evaluation, parameter identification.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ModelError
 from ..model import RobotModel
-from .dh_yaml import load_dh_yaml
+from .chain_yaml import load_yaml_robot
 from .lock import lock_joints
 from .urdf import load_urdf, loads_urdf, looks_like_xml
 from .validation import suggest
@@ -66,7 +66,7 @@ def load_robot(
 ) -> RobotModel:
     """Load a robot model.
 
-    ``source``: a bundled robot name (``"puma560"``, see :func:`bundled_robots`), a DH YAML file,
+    ``source``: a bundled robot name (``"puma560"``, see :func:`bundled_robots`), a DH or chain YAML file,
     a URDF file, or URDF XML text (a ``robot_description``). ``base_link``/``tip_link`` choose the
     chain of a URDF (see :mod:`robot_dynamics.io.urdf_chain`). ``locked_joints`` ``{joint: position}``
     (rad or m) makes joints rigid at a position: for a URDF while choosing the chain (gripper
@@ -99,7 +99,7 @@ def load_robot(
         return load_urdf(path, base_link=base_link, tip_link=tip_link, locked_joints=locked)
     if base_link is not None or tip_link is not None:
         raise ModelError(path.name, "base_link/tip_link", "only apply to URDF sources (a DH file is one chain)")
-    model = load_dh_yaml(path)
+    model = load_yaml_robot(path)  # a DH table, or ``format: chain`` (chain_yaml)
     return lock_joints(model, locked, path.name) if locked else model
 
 

@@ -1,0 +1,132 @@
+"""``robot-dynamics identify``: recorded bags -> identified robot model, report and plot.
+
+  robot-dynamics identify BAG [BAG ...|DIR] --robot ROBOT --out MODEL.yaml [--format yaml|urdf]
+      [--holdout 0.3] [--json REPORT.json] [--plot PNG] [--jobs N] [--scheduler ADDRESS]
+      [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
+      [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
+
+The pipeline is :func:`robot_dynamics.identification.pipeline.identify`. Outputs are written only
+after a successful fit, each atomically; on any error (a bag without efforts, too short, a joint
+that never moved, rank-deficient data) one message says what is missing, the exit status is 2 and
+nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import RobotDynamicsError
+from ._options import add_robot_options, joint_map_from_args, load_robot_from_args
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "identify",
+        help="identify inertial, armature and friction parameters from bags; write the identified model",
+        description="Reads the joint states (position, velocity, effort) of every bag, differentiates them "
+        "(Savitzky-Golay), builds the dynamic regressor and fits the base parameters by weighted least squares "
+        "(two-pass per-joint noise weights) and, by default, a physically consistent fit. The last --holdout "
+        "fraction of each bag is kept out of the fit to validate it. Writes a robot file every command and node "
+        "accepts.",
+    )
+    p.add_argument(
+        "bags", nargs="+", metavar="BAG", help="rosbag2 bags (directory, .mcap or .db3) or directories of bags"
+    )
+    add_robot_options(p, positional=False, default=None)
+    p.add_argument("--out", required=True, metavar="MODEL", help="identified robot file (chain YAML or URDF)")
+    p.add_argument("--format", choices=("yaml", "urdf"), default=None, help="model format (default: from --out)")
+    p.add_argument("--joint-states", default="joint_states", metavar="TOPIC", help="default: %(default)s")
+    p.add_argument(
+        "--holdout", type=float, default=0.3, metavar="F", help="held-out fraction of each bag (%(default)s)"
+    )
+    p.add_argument("--json", metavar="REPORT", help="JSON report: base parameters, std, RMS, consistency")
+    p.add_argument("--plot", metavar="PNG", help="measured vs nominal vs identified torque on held-out data")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="local worker processes (default: CPUs)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask distributed scheduler, e.g. tcp://host:8786")
+    p.add_argument(
+        "--consistent",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="physically consistent fit (default) or plain weighted least squares",
+    )
+    p.add_argument("--coulomb", choices=("tanh", "sign"), default="tanh", help="Coulomb friction law (%(default)s)")
+    p.add_argument("--payload-only", action="store_true", help="identify only the last link (tool + payload)")
+    p.add_argument(
+        "--noise",
+        type=float,
+        nargs="+",
+        metavar="SIGMA",
+        help="per-joint torque noise std (N m or N), one per joint; default: estimated from the residuals",
+    )
+    p.add_argument(
+        "--prior",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="weight pulling toward the nominal base parameters (keeps what the data leave undetermined)",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar over bags on stderr (default: on a terminal)",
+    )
+    p.set_defaults(func=run_identify)
+
+
+def _format(args: argparse.Namespace) -> str:
+    if args.format:
+        return str(args.format)
+    return "urdf" if Path(args.out).suffix.lower() in (".urdf", ".xml") else "yaml"
+
+
+def run_identify(args: argparse.Namespace) -> int:
+    from ..identification.pipeline import identify
+    from ..identification.report import format_table, json_text, model_text, render_plot, temporary_path
+    from ..io.chain_yaml import write_text_atomic
+
+    if not 0.0 <= args.holdout < 1.0:
+        raise RobotDynamicsError(f"--holdout must be in [0, 1), got {args.holdout}")
+    if args.plot and args.holdout == 0.0:
+        raise RobotDynamicsError("--plot shows held-out data: use --holdout > 0")
+    model, joint_map = load_robot_from_args(args), joint_map_from_args(args)
+    result = identify(
+        args.bags,
+        model,
+        payload_only=args.payload_only,
+        consistent=args.consistent,
+        coulomb=args.coulomb,
+        holdout=args.holdout,
+        prior_weight=args.prior,
+        noise_std=args.noise,
+        joint_states=args.joint_states,
+        joint_map=joint_map,
+        jobs=args.jobs,
+        scheduler=args.scheduler,
+        progress=args.progress,
+    )
+    # everything rendered before anything is written: a failure here leaves no file behind
+    texts = {args.out: model_text(result, _format(args))}
+    if args.json:
+        texts[args.json] = json_text(result)
+    plot_tmp = None
+    if args.plot:
+        plot_tmp = temporary_path(args.plot)
+        try:
+            render_plot(plot_tmp, result)
+        except BaseException:
+            plot_tmp.unlink(missing_ok=True)
+            raise
+    print(format_table(result))
+    for path, text in texts.items():
+        write_text_atomic(path, text)
+        print(f"wrote {path}")
+    if plot_tmp is not None:
+        os.replace(plot_tmp, args.plot)
+        print(f"wrote {args.plot}")
+    sys.stdout.flush()
+    return 0

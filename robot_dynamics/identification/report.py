@@ -1,0 +1,298 @@
+"""What ``identify`` writes: the JSON report, a text summary, the plot and the identified model.
+
+Every file is written atomically (a temporary file in the same directory, then a rename), and the
+callers write only after a successful fit, so a failed run leaves nothing behind.
+
+The model file is a ``format: chain`` robot YAML (:mod:`robot_dynamics.io.chain_yaml`) that
+``load_robot``, ``evaluate`` and every node accept, with an ``identified:`` metadata block (source
+robot, bags, date, method, parameter set, RMS errors). ``fmt="urdf"`` writes a URDF instead
+(:func:`robot_dynamics.io.model_to_urdf`): URDF's ``<dynamics damping friction>`` hold only viscous
+and symmetric Coulomb friction; the asymmetric levels, the tanh width and the motor data go into the
+``<robot_dynamics>`` element, which robot_dynamics reads back and other URDF tools ignore.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robot_dynamics.io.chain_yaml import dumps_chain_yaml, write_text_atomic
+from robot_dynamics.model import FloatArray
+
+from .parameters import IdentificationError, link_parameters, nominal_parameters, physical_problem
+from .pipeline import IdentificationResult
+from .regressor import regressor
+from .samples import BagTask, friction_law, held_out_series
+
+FORMATS = ("yaml", "urdf")
+
+
+def robot_label(result: IdentificationResult) -> str:
+    """The stock model's source as a user names it: a bundled robot by name, else its file (or name)."""
+    from robot_dynamics.io.robots import bundled_robot_path, bundled_robots
+
+    model = result.model
+    source = model.source or model.name
+    try:
+        for name in bundled_robots():
+            if Path(source).resolve() == bundled_robot_path(name).resolve():
+                return name
+    except (ValueError, OSError):
+        pass
+    return source
+
+
+def _floats(values: FloatArray | None) -> list[float] | None:
+    return None if values is None else [float(v) for v in np.asarray(values, dtype=float)]
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def consistency(result: IdentificationResult) -> list[dict[str, Any]]:
+    """Per link of the fitted parameters (the model's own where not identified): mass, rigid body or why not."""
+    lay = result.pset.layout(result.model)
+    rows = []
+    for i, joint in enumerate(result.model.joints):
+        phi = result.fit.theta[lay.link_slice(i)] if i in lay.links else link_parameters(joint.link)
+        problem = physical_problem(phi)
+        rows.append(
+            {
+                "joint": joint.name,
+                "link": joint.link_name,
+                "identified": i in lay.links,
+                "mass": float(phi[0]),
+                "physical": problem is None,
+                "problem": problem,
+            }
+        )
+    return rows
+
+
+def summary(result: IdentificationResult) -> dict[str, Any]:
+    """The JSON report (base parameters, values, std, condition number, RMS, consistency, ...)."""
+    model, fit, base = result.model, result.fit, result.base
+    names = result.names
+    nominal_full = nominal_parameters(model, result.pset)
+    nominal_base = np.asarray(base.to_base(nominal_full), dtype=float)
+    std = np.asarray(fit.std_base, dtype=float)
+    values = np.asarray(fit.theta_base, dtype=float)
+    base_rows = []
+    for k, name in enumerate(base.names):
+        base_rows.append(
+            {
+                "name": name,
+                "expression": base.expressions[k],
+                "value": float(values[k]),
+                "std": _finite(float(std[k])),
+                "relative_std": _finite(float(std[k] / abs(values[k]))) if values[k] != 0.0 else None,
+                "nominal": float(nominal_base[k]),
+            }
+        )
+    joints = []
+    for j, joint in enumerate(model.joint_names):
+        row: dict[str, Any] = {"joint": joint, "noise_std": float(result.noise_std[j])}
+        for key, rms in result.rms.items():
+            row[f"rms_{key}"] = None if rms is None else float(rms[j])
+        offsets = result.offsets
+        if offsets is not None:
+            row["offset"] = float(offsets[j])
+        joints.append(row)
+    return {
+        "robot": model.name,
+        "robot_source": robot_label(result),
+        "created": result.created,
+        "method": fit.method,
+        "consistent": result.consistent,
+        "prior_weight": result.prior_weight,
+        "parameter_set": _pset(result),
+        "samples": {
+            "train": int(result.train.count),
+            "holdout": int(result.holdout.count) if result.holdout is not None else 0,
+            "holdout_fraction": result.settings.holdout,
+        },
+        "bags": [
+            {
+                "path": s.name,
+                "messages": s.messages,
+                "duration_s": s.duration,
+                "train_samples": int(s.train.count),
+                "holdout_samples": int(s.holdout.count) if s.holdout is not None else 0,
+                "static_joints": list(s.static),
+            }
+            for s in result.bags
+        ],
+        "condition_number": _finite(float(fit.condition_number)),
+        "cost": {"fit": float(fit.cost), "least_squares": float(result.wls_cost), "sigma2": float(fit.sigma2)},
+        "base_parameters": base_rows,
+        "unidentifiable": list(getattr(base, "unidentifiable", ())),
+        "parameters": {name: float(v) for name, v in zip(names, np.asarray(fit.theta, dtype=float), strict=True)},
+        "joints": joints,
+        "rms_note": "RMS of model - measured torque [N m or N]; identified includes the estimated offsets",
+        "consistency": consistency(result),
+        "excitation": {
+            "static_joints": list(result.excitation.static_joints),
+            "undetermined": list(result.excitation.undetermined),
+            "information_ratio": result.excitation.eigenvalue_ratio,
+        },
+        "payload": result.payload,
+        "warnings": list(result.warnings),
+        "elapsed_s": {k: float(v) for k, v in result.elapsed.items()},
+    }
+
+
+def _pset(result: IdentificationResult) -> dict[str, Any]:
+    p = result.pset
+    return {
+        "inertial": p.inertial,
+        "links": list(p.identified_links(result.model)),
+        "armature": p.armature,
+        "viscous": p.viscous,
+        "coulomb": p.coulomb,
+        "coulomb_velocity": p.coulomb_velocity,
+        "asymmetric": p.asymmetric,
+        "offset": p.offset,
+        "parameters": len(result.names),
+        "base_parameters": len(result.base.names),
+    }
+
+
+def metadata(result: IdentificationResult) -> dict[str, Any]:
+    """The ``identified:`` block of the model file: provenance and the headline numbers."""
+    rms = {k: _floats(v) for k, v in result.rms.items()}
+    return {
+        "from_robot": robot_label(result),
+        "bags": [s.name for s in result.bags],
+        "created": result.created,
+        "method": result.fit.method,
+        "parameter_set": _pset(result),
+        "samples": {"train": int(result.train.count), "holdout": int(result.holdout.count) if result.holdout else 0},
+        "condition_number": _finite(float(result.fit.condition_number)),
+        "rms": rms,
+        "offsets_not_deployed": _floats(result.offsets),
+        "tool": "robot-dynamics identify",
+    }
+
+
+def format_table(result: IdentificationResult) -> str:
+    """Per-joint RMS errors (stock vs identified, train and held-out) and the fit's headline."""
+    fit = result.fit
+    lines = [
+        f"{result.model.name}: {len(result.bags)} bag(s), {result.train.count} training / "
+        f"{result.holdout.count if result.holdout is not None else 0} held-out samples; "
+        f"{len(result.names)} parameters, {len(result.base.names)} base parameters; {fit.method}, "
+        f"condition number {fit.condition_number:.3g}",
+        f"{'':<12}{'training RMS':^22}{'held-out RMS':^22}{'noise':>10}",
+        f"{'joint':<12}{'nominal':>11}{'identified':>11}{'nominal':>11}{'identified':>11}{'sigma':>10}",
+    ]
+    r = result.rms
+    for j, name in enumerate(result.model.joint_names):
+
+        def cell(key: str, j: int = j) -> str:
+            values = r.get(key)
+            return f"{values[j]:11.4g}" if values is not None else f"{'-':>11}"
+
+        lines.append(
+            f"{name:<12}{cell('nominal_train')}{cell('identified_train')}{cell('nominal_holdout')}"
+            f"{cell('identified_holdout')}{result.noise_std[j]:10.3g}"
+        )
+    lines += [f"warning: {w}" for w in result.warnings]
+    if result.payload is not None:
+        p = result.payload
+        lines.append(
+            f"payload: {p.get('mass', 0.0):.4g} kg"
+            + (f" at {np.round(p['com'], 4).tolist()} m (tool frame)" if "com" in p else "")
+        )
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# files
+# ----------------------------------------------------------------------------------------------
+def json_text(result: IdentificationResult) -> str:
+    return json.dumps(summary(result), indent=2) + "\n"
+
+
+def model_text(result: IdentificationResult, fmt: str = "yaml") -> str:
+    """The identified model as chain YAML (default) or URDF text (module docstring)."""
+    header = (
+        f"Identified by robot-dynamics identify from {robot_label(result)} on "
+        f"{result.created}\n({len(result.bags)} bag(s), {result.fit.method}). The constant torque offsets are "
+        "sensor biases: reported in identified.offsets_not_deployed, not part of the model."
+    )
+    if result.identified is None:
+        raise IdentificationError(result.model_problem or "no identified model")
+    if fmt == "yaml":
+        return dumps_chain_yaml(result.identified, identified=metadata(result), header=header)
+    if fmt == "urdf":
+        from robot_dynamics.io import model_to_urdf
+
+        text = model_to_urdf(result.identified)
+        note = (
+            f"<!-- {header.replace('--', '-')}\n     URDF <dynamics damping friction> hold viscous and symmetric "
+            "Coulomb friction only: the asymmetric Coulomb levels,\n     the tanh smoothing width and the armature "
+            "are in the <robot_dynamics> element (read by robot_dynamics, ignored by other tools). -->\n"
+        )
+        first_newline = text.index("\n") + 1  # after the XML declaration
+        return text[:first_newline] + note + text[first_newline:]
+    raise ValueError(f"unknown model format {fmt!r} (expected one of {FORMATS})")
+
+
+def write_json(path: str | Path, result: IdentificationResult) -> Path:
+    return write_text_atomic(path, json_text(result))
+
+
+def write_model(path: str | Path, result: IdentificationResult, fmt: str = "yaml") -> Path:
+    """The identified model file, atomically."""
+    return write_text_atomic(path, model_text(result, fmt))
+
+
+def render_plot(path: str | Path, result: IdentificationResult, bag: int = -1) -> Path:
+    """Measured vs nominal vs identified torque per joint on one bag's held-out data (PNG)."""
+    from robot_dynamics.bag.plot import plot_torques
+    from robot_dynamics.dynamics import inverse_dynamics
+
+    source = result.sources[bag]
+    task = BagTask(source, result.model, result.pset, result.settings)
+    t, q, qd, qdd, tau = held_out_series(task)
+    nominal = inverse_dynamics(result.model, q, qd, qdd, friction=True, smooth=True)
+    # the fitted model's torque: the known part at model values plus Y theta (offset included)
+    smooth, law = friction_law(result.model, result.pset)
+    y = regressor(result.model, q, qd, qdd, result.pset)
+    theta0 = nominal_parameters(result.model, result.pset)
+    identified = inverse_dynamics(law, q, qd, qdd, friction=True, smooth=smooth) + y @ (result.fit.theta - theta0)
+    return plot_torques(
+        path,
+        t - t[0],
+        result.model.joint_names,
+        {"measured": tau, "nominal": nominal, "identified (+ offset)": identified},
+        title=f"{result.model.name}: held-out data of {Path(source).name}",
+    )
+
+
+def temporary_path(final: str | Path) -> Path:
+    """A fresh temporary file next to ``final`` (rename it onto ``final`` with :func:`os.replace`)."""
+    out = Path(final)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix or ".tmp", dir=out.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def write_plot(path: str | Path, result: IdentificationResult, bag: int = -1) -> Path:
+    """:func:`render_plot` atomically."""
+    tmp = temporary_path(path)
+    try:
+        render_plot(tmp, result, bag)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return Path(path)
