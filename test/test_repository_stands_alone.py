@@ -29,7 +29,7 @@ FORBIDDEN = re.compile(
             _ISSUE + r" [0-9]+",  # tracker issue numbers
             "sha" + "red/" + "spec",  # the private specification directory
             "dynamics" + "-reference",  # the private corrected-formula notes
-            r"\b" + _SEED + r"s?'",  # "the <source files>' formulas"
+            r"\b" + _SEED + r"s' ",  # "the <source files>' formulas" (not a dict key such as s['seed'])
         ]
     ),
     re.IGNORECASE,
