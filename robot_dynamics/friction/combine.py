@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from robot_dynamics.errors import StateError
-from robot_dynamics.friction._scalar import ScalarProgram, scalar_program
 from robot_dynamics.friction.bearing import journal_bearing, linear_bearing, thrust_bearing
+from robot_dynamics.friction.law import ScalarProgram, scalar_program
 from robot_dynamics.friction.parameters import FrictionParameters, friction_parameters
 from robot_dynamics.friction.smooth import asymmetric_level, check_smooth_kind, direction
 from robot_dynamics.friction.stribeck import stribeck_factor

@@ -63,7 +63,7 @@ class FrictionParameters:
     has_stribeck: bool
     has_motor_viscous: bool
     has_motor_coulomb: bool
-    # compiled single-state programs, by (smooth, kind) (see _scalar.py)
+    # single-state programs, by (smooth, kind[, include_tau]) (see law.scalar_program)
     programs: dict[tuple[Any, ...], Callable[..., Any]] = field(default_factory=dict, repr=False)
 
     # joint + motor combined (the total needs only these): b = c_v qd + s A + |s| B (+ Stribeck)
