@@ -161,6 +161,7 @@ def test_friction_kernel_alone_is_the_float_program(name: str) -> None:
     force, moment = rng.normal(0.0, 40.0, (200, 3 * n)), rng.normal(0.0, 8.0, (200, 3 * n))
     for variant, smooth, kind in VARIANTS:
         kernel = friction_kernel(p, variant)
+        assert friction_kernel(p, variant) is kernel  # built once
         program = scalar_friction(model, smooth=smooth, smooth_kind=kind, include_tau=True)
         reactions = [force, moment] if p.has_bearing else []
         assert kernel.arguments == ("qd", "tau", *(("force", "moment") if p.has_bearing else ()))
