@@ -404,20 +404,6 @@ def test_a_failing_compiler_falls_back_with_a_warning(tmp_path: Path, monkeypatc
     )
 
 
-def test_friction_translation_rejects_what_it_cannot_translate() -> None:
-    source = "def friction(qd, tau, force, moment):\n    v0, = qd\n    b0 = 0.5*v0 if v0 > 0.0 else -abs(v0)\n"
-    ok = _c_codegen.friction_function("f", source + "    return [b0]")
-    assert "static void f(" in ok.definition and "rd_select((v0 > RD_SPLAT(0.0))" in ok.definition
-    for source in (
-        "def friction(qd, tau, force, moment):\n    import os\n    return [0.0]",
-        "def friction(qd, tau, force, moment):\n    b0 = sorted(qd)\n    return [b0]",
-        "def friction(qd, tau, force, moment):\n    return [undefined]",
-        "def other(a, b):\n    return [0.0]",
-    ):
-        with pytest.raises(_c_codegen.NotTranslatable):
-            _c_codegen.friction_function("f", source)
-
-
 @pytest.mark.parametrize("lanes", ["2", "4"])
 def test_vector_widths_and_short_batches(lanes: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The baseline two-lane build and the default build give the Python values for batches of

@@ -1,4 +1,4 @@
-"""The fast paths (compiled single-state program, combined batch formulas) equal apply_friction."""
+"""The fast paths (the friction program on floats for one state, friction_total) equal apply_friction."""
 
 from __future__ import annotations
 

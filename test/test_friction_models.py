@@ -1,5 +1,8 @@
 """Per-model friction tests: viscous, Coulomb (asymmetric), Stribeck (Schilling 6-3-3), smooth
-variants, motor-side convention; signs, odd symmetry, continuity, asymptotes, batch shapes, errors."""
+variants, motor-side convention; signs, odd symmetry, continuity, asymptotes, batch shapes, errors.
+
+Each law is evaluated through the friction package's reference (:func:`friction_torques`) on a
+one-joint model that has only that law (the helpers below), and checked against closed forms."""
 
 from __future__ import annotations
 
@@ -10,13 +13,70 @@ import pytest
 
 from robot_dynamics.errors import ModelError, StateError
 from robot_dynamics.friction import apply_friction, friction_parameters, friction_torques
-from robot_dynamics.friction.motor import motor_friction
 from robot_dynamics.friction.smooth import direction
-from robot_dynamics.friction.stribeck import schilling_6_3_3, stribeck
-from robot_dynamics.friction.viscous_coulomb import coulomb, viscous, viscous_coulomb
 from robot_dynamics.model import Joint, JointFriction, Motor, RobotModel
 
 QD = np.linspace(-3.0, 3.0, 601)
+
+
+def _one_joint(qd: np.ndarray, friction: JointFriction, motor: Motor | None = None, **options: object) -> np.ndarray:
+    """The friction of a one-joint model with ``friction`` (and ``motor``) at velocities ``qd``."""
+    model = RobotModel("one", [Joint("j", "revolute", np.eye(4), friction=friction, motor=motor)])
+    return friction_torques(model, np.asarray(qd, dtype=float)[..., None], **options)[..., 0]  # type: ignore[arg-type]
+
+
+def viscous(qd: np.ndarray, b_v: float) -> np.ndarray:
+    return _one_joint(qd, JointFriction(viscous=b_v))
+
+
+def coulomb(
+    qd: np.ndarray,
+    tc_pos: float,
+    tc_neg: float,
+    *,
+    smooth: bool = False,
+    smoothing_velocity: float = 0.01,
+    kind: str = "tanh",
+) -> np.ndarray:
+    friction = JointFriction(coulomb=(tc_pos, tc_neg), smoothing_velocity=smoothing_velocity)
+    return _one_joint(qd, friction, smooth=smooth, smooth_kind=kind)
+
+
+def viscous_coulomb(qd: np.ndarray, b_v: float, tc_pos: float, tc_neg: float) -> np.ndarray:
+    return _one_joint(qd, JointFriction(viscous=b_v, coulomb=(tc_pos, tc_neg)))
+
+
+def stribeck(
+    qd: np.ndarray,
+    b_v: float,
+    tc_pos: float,
+    tc_neg: float,
+    ts_pos: float,
+    ts_neg: float,
+    eps: float,
+    *,
+    smooth: bool = False,
+    smoothing_velocity: float = 0.01,
+    kind: str = "tanh",
+) -> np.ndarray:
+    friction = JointFriction(
+        viscous=b_v,
+        coulomb=(tc_pos, tc_neg),
+        static=(ts_pos, ts_neg),
+        stribeck_velocity=eps,
+        smoothing_velocity=smoothing_velocity,
+    )
+    return _one_joint(qd, friction, smooth=smooth, smooth_kind=kind)
+
+
+def motor_friction(qd: np.ndarray, gear_ratio: float, b: float, tc_pos: float, tc_neg: float) -> np.ndarray:
+    """Motor friction referred to the joint, ``G^2 B qd + |G| Tc(sgn qd)`` (motor inertia irrelevant)."""
+    return _one_joint(qd, JointFriction(), Motor(0.0, gear_ratio, b, (tc_pos, tc_neg)))
+
+
+def schilling_6_3_3(qd: np.ndarray, b_v: float, b_d: float, b_s: float, eps: float) -> np.ndarray:
+    """The symmetric textbook form, verbatim: ``b_v qd + sgn(qd)[b_d + (b_s - b_d) exp(-|qd|/eps)]``."""
+    return b_v * qd + np.sign(qd) * (b_d + (b_s - b_d) * np.exp(-np.abs(qd) / eps))
 
 
 def model_of(frictions: list[JointFriction], motors: list[Motor | None] | None = None) -> RobotModel:

@@ -1,5 +1,5 @@
 """Friction traced into the inverse-dynamics program (dynamics._friction_trace) and the native friction
-helpers: the same numbers as the friction package's compiled program, bit for bit on one state."""
+helpers: the same numbers as the friction program run on Python floats, bit for bit on one state."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from test_friction_fast import everything
 import robot_dynamics as rd
 from robot_dynamics import _native
 from robot_dynamics.dynamics import _c_codegen, _kernels, native
-from robot_dynamics.dynamics._friction_trace import FUNCTIONS, NotTraceable, trace_friction
-from robot_dynamics.dynamics._trace import Sym, Tape
-from robot_dynamics.friction import _scalar, apply_friction, scalar_friction
-from robot_dynamics.friction._scalar import _interp
+from robot_dynamics.dynamics._friction_trace import FUNCTIONS, friction_kernel, trace_friction
+from robot_dynamics.dynamics._trace import Tape
+from robot_dynamics.friction import scalar_friction
+from robot_dynamics.friction.law import interp as _interp
+from robot_dynamics.friction.parameters import friction_parameters
 from robot_dynamics.model import RobotModel
 
 VARIANTS = (("exact", False, "tanh"), ("tanh", True, "tanh"), ("linear", True, "linear"))
@@ -80,7 +81,7 @@ def test_batches_in_chunks_equal_the_breakdown(name: str, monkeypatch: pytest.Mo
             assert np.max(np.abs(fast - reference.total) / scale) < 1e-12, (kind, smooth, load is None)
 
 
-def test_tracer_compares_selects_and_calls() -> None:
+def test_tracer_compares_selects_and_calls(tmp_path: Path) -> None:
     """Comparisons (negated operands mirrored), selects (folded when decided by constants) and the
     friction's functions give the Python values, on floats and on arrays."""
     tape = Tape(FUNCTIONS)
@@ -120,41 +121,69 @@ def test_tracer_compares_selects_and_calls() -> None:
     for j, column in enumerate(columns):
         want = np.array([expected(a, b)[j] for a, b in pairs])
         np.testing.assert_allclose(np.broadcast_to(column, want.shape), want, rtol=1e-15, atol=1e-15)
+    if _native.have_compiler():  # the same program emitted as C (masks, selects, vector calls, tables)
+        function = _c_codegen.kernel_function("demo", kernel.program)
+        assert "const rd_m " in function and "rd_select(" in function and "rd_vinterp(" in function
+        out = _run_c(tmp_path, function, kernel.n_outputs, np.array(pairs))
+        want = np.array([expected(a, b) for a, b in pairs])
+        exact = [0, 1, 2, 3, 6]  # compares and selects: the same floats; tanh/exp/hypot within an ulp or two
+        assert out[:, exact].tolist() == want[:, exact].tolist()
+        np.testing.assert_allclose(out, want, rtol=1e-15, atol=1e-15)
 
 
-def test_replay_rejects_what_it_cannot_trace() -> None:
+def _run_c(tmp_path: Path, function: str, n_outputs: int, inputs: np.ndarray) -> np.ndarray:
+    """Compile one kernel function with a batch entry point and run it on ``inputs`` ``(count, k)``."""
+    lanes, flags = native.vector_lanes()
+    entry = _c_codegen.Entry("e0", "demo", (inputs.shape[1],), n_outputs)
+    source = tmp_path / "demo.c"
+    source.write_text(_c_codegen.library_source("test program", lanes, [function], [entry]))
+    library = ctypes.CDLL(str(_native.compile_shared(source, tmp_path / "libdemo.so", flags=(*native.FLAGS, *flags))))
+    batch = library.rd_e0_batch
+    batch.argtypes = [ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    batch.restype = None
+    rows = np.ascontiguousarray(inputs, dtype=float)
+    out = np.empty((len(rows), n_outputs))
+    batch(len(rows), rows.ctypes.data, out.ctypes.data)
+    return out
+
+
+@pytest.mark.parametrize("name", ["puma560_modified", "everything"])
+def test_friction_kernel_alone_is_the_float_program(name: str) -> None:
+    """The friction traced alone (the native backend's friction function) gives exactly the floats of
+    the program run on Python floats, on one state; the batch variant within 1e-12."""
+    model = _model(name)
+    p = friction_parameters(model)
+    n = model.dof
+    rng = np.random.default_rng(15)
+    _, qd, _, _ = _states(n, 200, 16)
+    tau = rng.uniform(-60.0, 60.0, qd.shape)
+    tau[:10] = 0.0  # the transmission's tau_out = 0 boundary
+    force, moment = rng.normal(0.0, 40.0, (200, 3 * n)), rng.normal(0.0, 8.0, (200, 3 * n))
+    for variant, smooth, kind in VARIANTS:
+        kernel = friction_kernel(p, variant)
+        assert friction_kernel(p, variant) is kernel  # built once
+        program = scalar_friction(model, smooth=smooth, smooth_kind=kind, include_tau=True)
+        reactions = [force, moment] if p.has_bearing else []
+        assert kernel.arguments == ("qd", "tau", *(("force", "moment") if p.has_bearing else ()))
+        expected = []
+        for k in range(len(qd)):
+            args = [qd[k].tolist(), tau[k].tolist(), *(r[k].tolist() for r in reactions)]
+            want = program(*args, *([None, None] if not p.has_bearing else []))
+            assert list(kernel.scalar(*args)) == want, (variant, k)
+            expected.append(want)
+        rows = [np.ascontiguousarray(a.T) for a in (qd, tau, *reactions)]
+        batch = np.array([np.broadcast_to(c, (len(qd),)) for c in kernel.array(*rows, None, None)]).T
+        np.testing.assert_allclose(batch, np.array(expected), rtol=1e-13, atol=1e-12)
+
+
+def test_unknown_variant_and_missing_reactions_are_reported() -> None:
+    p = friction_parameters(_model("puma560_modified"))
     tape = Tape(FUNCTIONS)
-    qd = tape.input("qd", 1)
-    head = "def friction(qd, tau, force, moment):\n    v0, = qd\n"
-    for body in (
-        "    b0 = v0 / 3.0\n    return [b0]",  # the tracer would multiply by 1/3: not the same float
-        "    b0 = sorted(qd)\n    return [b0]",
-        "    while v0:\n        pass\n    return [v0]",
-        "    b0 = force[0]\n    return [b0]",  # no reactions given
-        "    b0 = v0 if v0 else 0.0\n    return [b0]",
-    ):
-        with pytest.raises(NotTraceable):
-            trace_friction(head + body, tape, qd, [0.0], None, None)
-    assert isinstance(trace_friction(head + "    b0 = 2.0*v0\n    return [b0]", tape, qd, [0.0], None, None)[0], Sym)
-
-
-def test_untraceable_friction_falls_back_to_the_batch_formulas(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A friction program outside the traceable subset: Newton–Euler plus friction_total instead."""
-    model = rd.load_robot("puma560_modified")
-    original = _scalar.scalar_source
-    monkeypatch.setattr(
-        _scalar, "scalar_source", lambda *a, **k: original(*a, **k).replace("    v0,", "    assert qd\n    v0,", 1)
-    )
-    assert _kernels.kernels(model).inverse_friction(True, False, "exact") is None
-    q, qd, qdd, _ = _states(6, 20, 13)
-    for smooth in (False, True):
-        reference = rd.inverse_dynamics(model, q, qd, qdd, smooth=smooth, breakdown=True, backend="python").total
-        np.testing.assert_allclose(rd.inverse_dynamics(model, q, qd, qdd, smooth=smooth, backend="python"), reference)
-        single = rd.inverse_dynamics(model, q[3], qd[3], qdd[3], smooth=smooth, backend="python")
-        np.testing.assert_allclose(single, reference[3], rtol=1e-14, atol=1e-12)
-    tau = rd.inverse_dynamics(model, q, qd, qdd, friction=False)
-    _, force, moment = rd.rnea_with_reactions(model, q, qd, qdd)
-    assert not np.array_equal(apply_friction(model, qd, tau, force, moment).total, 0.0)
+    qd, tau = tape.input("qd", 6), tape.input("tau", 6)
+    with pytest.raises(ValueError, match="friction variant must be one of"):
+        trace_friction(p, "cubic", tape, qd, tau, None, None)
+    with pytest.raises(ValueError, match="needs the joint reactions"):
+        trace_friction(p, "exact", tape, qd, tau, None, None)
 
 
 @pytest.mark.skipif(not _native.have_compiler(), reason="needs a C compiler")

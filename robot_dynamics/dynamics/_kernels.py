@@ -53,7 +53,6 @@ class ModelKernels:
         self.native_library: NativeModel | bool | None = None  # loaded library; False: unavailable
         self.pinned_python = False  # native.prepare(model, "python"): backend=None stays Python
         self._model = weakref.ref(model)
-        self._untraceable: set[tuple[Any, ...]] = set()
 
     def needs_reactions(self, model: RobotModel) -> bool:
         """Whether the model's friction needs the joint reactions (load-dependent bearing friction)."""
@@ -146,38 +145,29 @@ class ModelKernels:
             tau = [t + jm * a for t, jm, a in zip(tau, self.reflected_motor_inertia.tolist(), qdd, strict=True)]
         return qd, tau, f, m
 
-    def inverse_friction(self, motor: bool, load: bool, variant: str) -> Kernel | None:
+    def inverse_friction(self, motor: bool, load: bool, variant: str) -> Kernel:
         """Inverse dynamics with friction, ``tau + b`` (arguments q, qd, qdd[, w]): Newton–Euler (with
         ``G^2 Jm qdd`` when ``motor``) and the friction package's program for ``variant`` ("exact",
-        "tanh" or "linear") traced onto its torques and reactions. ``None`` if the program cannot be
-        traced (the caller then adds the friction package's batch formulas)."""
+        "tanh" or "linear") traced onto its torques and reactions."""
         key = ("id_friction", motor, load, variant)
         found = self._built.get(key)
-        if found is not None or key in self._untraceable:
+        if found is not None:
             return found
 
         def build() -> Kernel:
-            from ..friction._scalar import scalar_source
             from ..friction.parameters import friction_parameters
             from ._friction_trace import FUNCTIONS, trace_friction
 
             model = self._model()
             assert model is not None  # the kernels are dropped with their model
             p = friction_parameters(model)
-            source = scalar_source(p, variant != "exact", "tanh" if variant == "exact" else variant, include_tau=True)
             tape = Tape(FUNCTIONS)
             qd, tau, f, m = self._newton_euler(tape, True, True, True, motor, load)
             force = [c for v in f for c in v] if p.has_bearing else None  # Fu 3.3-56, 3.3-57
             moment = [c for v in m for c in v] if p.has_bearing else None
-            return tape.compile("id_friction", trace_friction(source, tape, qd, tau, force, moment))
+            return tape.compile("id_friction", trace_friction(p, variant, tape, qd, tau, force, moment))
 
-        from ._friction_trace import NotTraceable
-
-        try:
-            return self._get(key, build)
-        except NotTraceable:
-            self._untraceable.add(key)
-            return None
+        return self._get(key, build)
 
     # -- inertia matrix, forward dynamics -----------------------------------------------------
     def inertia(self, motor: bool) -> Kernel:

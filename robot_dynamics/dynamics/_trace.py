@@ -14,8 +14,9 @@ and plain floats for the model's constants, they record a straight-line program 
 Besides arithmetic, a program can call the elementwise functions of :data:`FUNCTIONS` (``sin``,
 ``cos``, ``sqrt``; ``tanh``, ``exp``, ``abs``, ``hypot`` and any a tape is given, e.g. the friction's
 ``interp``), compare (:meth:`Tape.compare`) and select (:meth:`Tape.select`: ``a if c else b``, both
-computed, ``numpy.where`` on arrays) — what the friction package's program needs
-(:mod:`._friction_trace`).
+computed, ``numpy.where`` on arrays) — the three operations (``call``, ``compare``, ``select``) the
+friction laws are written over besides arithmetic (:mod:`robot_dynamics.friction.law`), so a
+:class:`Tape` is the friction program's scalar operations (:mod:`._friction_trace`).
 
 The same generated source is compiled twice: with ``math`` functions for one state (Python floats,
 the fast single-call path) and with NumPy ufuncs for a batch (each variable is an ``(N,)`` array:
@@ -346,14 +347,15 @@ def _function(source: str, name: str, namespace: dict[str, Any]) -> Callable[...
 
 @dataclass(frozen=True)
 class Program:
-    """The live straight-line program of a kernel, for other code generators (:mod:`._native_codegen`).
+    """The live straight-line program of a kernel, for other code generators (:mod:`._c_codegen`).
 
     ``inputs``: ``(group, variable names)`` per argument; ``lines``: ``(target, template, operands)`` in
     order, one operation each (the template's ``{0}``, ``{1}`` are the operand names; the engine's
     algorithms use templates that are valid Python and C: ``+ - * /``, ``sin``, ``cos``, ``sqrt`` and
-    float literals; programs with friction also compare, select and call other functions, and are
-    not given to the C generator); ``outputs``: one expression per output (a variable name,
-    optionally negated, or a float literal).
+    float literals; programs with friction also compare (``{0} > 0.0``), select
+    (``({1} if {0} else 0.0)``) and call ``tanh``, ``exp``, ``abs``, ``hypot`` and ``interp`` with
+    literal tables, which the C generator maps to masks, lane selects and vector helpers);
+    ``outputs``: one expression per output (a variable name, optionally negated, or a float literal).
     """
 
     inputs: tuple[tuple[str, tuple[str, ...]], ...]

@@ -7,8 +7,8 @@ Backends of the engine's public functions (``backend=`` argument):
 * ``"native"``: the same traced programs emitted as C (:mod:`._c_codegen`), compiled with the system
   compiler into a shared library per model, cached on disk (:mod:`robot_dynamics._native`) and
   called through ``ctypes``: one state in a preallocated per-thread buffer, a batch in one call that
-  loops in C (without the GIL). Friction is translated from the friction package's generated
-  single-state program and fused into the same C call.
+  loops in C (without the GIL). Friction is traced like the rest (:mod:`._friction_trace`) and
+  fused into the same C call.
 * ``"generated"`` (``inverse_dynamics`` only): the symbolic package's SymPy-generated inverse dynamics.
 * ``None``: the model's prepared backend (:func:`prepare`), else the process default
   (:func:`set_default_backend`, initially ``$ROBOT_DYNAMICS_BACKEND`` or ``"python"``).
@@ -42,7 +42,7 @@ from .. import _native
 from ..errors import RobotDynamicsError, StateError
 from ..model import FloatArray, RobotModel
 from . import _c_codegen
-from ._c_codegen import Entry, NotTranslatable
+from ._c_codegen import Entry
 
 if TYPE_CHECKING:
     from ._kernels import ModelKernels
@@ -65,9 +65,10 @@ _GENERATOR_FILES = {
         "crba.py",
         "forward.py",
         "_c_codegen.py",
+        "_friction_trace.py",
         "native.py",
     ),
-    "friction": ("_scalar.py", "parameters.py", "smooth.py"),
+    "friction": ("law.py", "parameters.py"),
     "": ("model.py", "_native.py"),
 }
 
@@ -271,34 +272,23 @@ def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
 
     friction_note = "model without friction"
     if model.has_friction:
-        from ..friction._scalar import scalar_source
         from ..friction.parameters import friction_parameters
+        from ._friction_trace import friction_kernel
 
         p = friction_parameters(model)
         reactions = K.needs_reactions(model)
-        try:
-            sources = {
-                variant: _c_codegen.friction_function(
-                    f"friction_{variant}",
-                    scalar_source(p, variant != "exact", "tanh" if variant == "exact" else variant, True),
-                )
-                for variant in FRICTION_VARIANTS
-            }
-        except NotTranslatable as exc:
-            friction_note = f"friction kept in Python: {exc}"
-        else:
-            friction_note = "friction fused in C"
-            for translated in sources.values():
-                functions += [translated.declarations, translated.definition]
-            for motor in motor_options:
-                for load in (False, True):
-                    rigid, inputs, _ = compiled[rnea_key(motor=motor, load=load, reactions=reactions)]
-                    for variant in FRICTION_VARIANTS:
-                        name = f"id_friction_{int(motor)}{int(load)}_{variant}"
-                        functions.append(
-                            _c_codegen.friction_inverse_function(name, n, rigid, f"friction_{variant}", load, reactions)
-                        )
-                        add(("id_friction", motor, load, variant), name, inputs, n)
+        friction_note = "friction fused in C"
+        for variant in FRICTION_VARIANTS:
+            functions.append(_c_codegen.kernel_function(f"friction_{variant}", friction_kernel(p, variant).program))
+        for motor in motor_options:
+            for load in (False, True):
+                rigid, inputs, _ = compiled[rnea_key(motor=motor, load=load, reactions=reactions)]
+                for variant in FRICTION_VARIANTS:
+                    name = f"id_friction_{int(motor)}{int(load)}_{variant}"
+                    functions.append(
+                        _c_codegen.friction_inverse_function(name, n, rigid, f"friction_{variant}", load, reactions)
+                    )
+                    add(("id_friction", motor, load, variant), name, inputs, n)
 
     header = (
         f"robot_dynamics native engine library: robot {model.name!r}, {model.dof} joints\n"

@@ -1,13 +1,14 @@
-"""Friction and transmission models: one model per module, combined by :func:`apply_friction`.
+"""Friction and transmission models, combined by :func:`apply_friction`.
 
-* :mod:`.viscous_coulomb` viscous and (asymmetric) Coulomb friction;
-* :mod:`.stribeck` Schilling eq. 6-3-3 static/dynamic blend;
+* :mod:`.law` every law written once over a generic scalar (:func:`.law.friction_program`): run on
+  Python floats for one state (:func:`scalar_friction`), traced by the engine into its Newton–Euler
+  program and compiled to Python and C;
+* :mod:`.combine` the NumPy reference of the same laws, term by term: :func:`apply_friction`,
+  :func:`friction_torques`, the Dhanaraj (1990) Table 3.5 breakdown and :func:`friction_total`;
 * :mod:`.smooth` the exact and chatter-free direction functions;
-* :mod:`.motor` motor-side friction referred to the joint (Robotics Toolbox convention);
+* :mod:`.stribeck` the Stribeck factor of Schilling eq. 6-3-3;
 * :mod:`.bearing` load-dependent joint friction (Dhanaraj (1990) Table 3.1);
 * :mod:`.transmission` efficiency-curve transmission friction (Dhanaraj (1990) Table 3.2);
-* :mod:`.combine` all terms, :func:`apply_friction`, :func:`friction_torques`, Table 3.5 breakdown,
-  the fast paths :func:`friction_total` and :func:`scalar_friction` (compiled by :mod:`._scalar`);
 * :mod:`.parameters` per-model validated, stacked parameters;
 * :mod:`.sticking` stick-slip forward dynamics and integration.
 

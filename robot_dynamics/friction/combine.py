@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from robot_dynamics.errors import StateError
-from robot_dynamics.friction._scalar import ScalarProgram, scalar_program
 from robot_dynamics.friction.bearing import journal_bearing, linear_bearing, thrust_bearing
+from robot_dynamics.friction.law import ScalarProgram, scalar_program
 from robot_dynamics.friction.parameters import FrictionParameters, friction_parameters
 from robot_dynamics.friction.smooth import asymmetric_level, check_smooth_kind, direction
 from robot_dynamics.friction.stribeck import stribeck_factor
@@ -238,13 +238,14 @@ def friction_torques(
 def scalar_friction(
     model: RobotModel, *, smooth: bool = False, smooth_kind: str = "tanh", include_tau: bool = False
 ) -> ScalarProgram:
-    """The model's compiled single-state friction ``program(qd, tau, force, moment) -> list[float]``.
+    """The model's single-state friction ``program(qd, tau, force, moment) -> list[float]``: the
+    friction program (:func:`robot_dynamics.friction.law.friction_program`) on Python floats.
 
     Same result as ``apply_friction(...).total`` for one state, as plain Python floats: ``qd`` and
     ``tau`` (the frictionless joint torque) are ``n`` floats, ``force``/``moment`` the reactions
     flattened to ``3 n`` floats (``None`` without bearing friction). ``include_tau=True`` returns
-    ``tau + friction`` instead. For compiled single-state paths (the engine's) that must not pay
-    NumPy's per-call overhead.
+    ``tau + friction`` instead. For single-state callers that must not pay NumPy's per-call overhead
+    (the engine's own single-state path runs the same program traced and compiled, faster still).
     """
     p = friction_parameters(model)
     if smooth:
@@ -269,13 +270,13 @@ def friction_total(
     smooth: bool = False,
     smooth_kind: str = "tanh",
 ) -> FloatArray:
-    """``apply_friction(...).total`` alone, computed with the fewest operations (for inverse dynamics).
+    """``apply_friction(...).total`` alone.
 
-    One state ``(n,)`` runs the compiled scalar program (:func:`scalar_friction`), a batch the
-    vectorised formulas with joint and motor terms combined.
+    One state ``(n,)`` runs the friction program on Python floats (:func:`scalar_friction`, no NumPy
+    per-call overhead), a batch the NumPy reference (:func:`apply_friction`).
     """
     p = friction_parameters(model)
-    if (  # one state of float arrays without reactions: straight to the compiled program (~1 us)
+    if (  # one state of float arrays without reactions: straight to the program on floats
         not p.has_bearing
         and type(qd) is np.ndarray
         and type(tau_joint) is np.ndarray
@@ -289,38 +290,12 @@ def friction_total(
     tau = _check_state("tau_joint", tau_joint, p.n)
     if tau.shape != v.shape:
         raise StateError(f"tau_joint: shape {tau.shape} does not match qd {v.shape}")
-    f = m = None
-    if p.has_bearing:
-        f, m = _reactions(model, p, v, force, moment)
     if v.ndim == 1:
+        f = m = None
+        if p.has_bearing:
+            f, m = _reactions(model, p, v, force, moment)
         program = scalar_friction(model, smooth=smooth, smooth_kind=smooth_kind)
         flat_f = None if f is None else f.ravel().tolist()
         flat_m = None if m is None else m.ravel().tolist()
         return np.array(program(v.tolist(), tau.tolist(), flat_f, flat_m))
-    if smooth:
-        check_smooth_kind(smooth_kind)
-    need_s = p.has_coulomb or p.has_motor_coulomb or p.has_stribeck or p.has_bearing or p.has_transmission
-    s = direction(v, p.smoothing_velocity, smooth=smooth, kind=smooth_kind) if need_s else None
-    total = v * p.total_viscous if (p.has_viscous or p.has_motor_viscous) else np.zeros_like(v)
-    if p.has_coulomb or p.has_motor_coulomb:
-        assert s is not None
-        # combined levels: s A + |s| B (= L+ for s = 1, L- for s = -1); exact sign: |s| = s^2
-        total = total + (
-            s * (p.level_odd + p.level_even * s) if not smooth else s * p.level_odd + np.abs(s) * p.level_even
-        )
-    if p.has_stribeck:
-        assert s is not None
-        e = stribeck_factor(v, p.stribeck_velocity)  # Schilling 6-3-3
-        total = total + e * asymmetric_level(s, p.ts_pos - p.tc_pos, p.ts_neg - p.tc_neg)
-    if f is not None and m is not None:
-        assert s is not None
-        total = total + s * bearing_magnitude(p, f, m)
-    if p.has_transmission:
-        assert s is not None
-        tau_out = tau + total
-        for t in p.transmissions:
-            i = t.index
-            total[..., i] += transmission_friction(
-                tau_out[..., i], v[..., i], s[..., i], t.curve, t.breakaway, t.max_torque
-            )
-    return total
+    return apply_friction(model, v, tau, force, moment, smooth=smooth, smooth_kind=smooth_kind).total

@@ -63,28 +63,13 @@ class FrictionParameters:
     has_stribeck: bool
     has_motor_viscous: bool
     has_motor_coulomb: bool
-    # compiled single-state programs, by (smooth, kind) (see _scalar.py)
+    # single-state programs, by (smooth, kind[, include_tau]) (see law.scalar_program)
     programs: dict[tuple[Any, ...], Callable[..., Any]] = field(default_factory=dict, repr=False)
 
-    # joint + motor combined (the total needs only these): b = c_v qd + s A + |s| B (+ Stribeck)
     @cached_property
     def bearing_axis_is_z(self) -> list[bool]:
         """Per joint: the bearing axis frame is F_i itself (no rotation needed)."""
         return [bool(np.array_equal(r, np.eye(3))) for r in self.bearing_rotation]
-
-    @cached_property
-    def total_viscous(self) -> FloatArray:
-        return self.viscous + self.motor_viscous
-
-    @cached_property
-    def level_odd(self) -> FloatArray:
-        """``A = (L+ - L-)/2`` of the combined Coulomb levels (joint + motor)."""
-        return 0.5 * (self.tc_pos + self.motor_tc_pos - self.tc_neg - self.motor_tc_neg)
-
-    @cached_property
-    def level_even(self) -> FloatArray:
-        """``B = (L+ + L-)/2`` of the combined Coulomb levels (asymmetry)."""
-        return 0.5 * (self.tc_pos + self.motor_tc_pos + self.tc_neg + self.motor_tc_neg)
 
     @property
     def has_bearing(self) -> bool:
