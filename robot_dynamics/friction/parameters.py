@@ -66,6 +66,23 @@ class FrictionParameters:
     # single-state programs, by (smooth, kind[, include_tau]) (see law.scalar_program)
     programs: dict[tuple[Any, ...], Callable[..., Any]] = field(default_factory=dict, repr=False)
 
+    # The combined joint + motor coefficients of the law's linear part, b = Fv qd + Fc s + Fa |s|
+    # (s = sign(qd) or its smooth form): the parameters identification estimates and writes back.
+    @cached_property
+    def total_viscous(self) -> FloatArray:
+        """``Fv``: joint viscous + motor viscous referred to the joint (``G^2 B``)."""
+        return self.viscous + self.motor_viscous
+
+    @cached_property
+    def level_odd(self) -> FloatArray:
+        """``Fc = (L+ - L-)/2`` of the combined Coulomb levels (``L-`` is stored negative)."""
+        return 0.5 * (self.tc_pos + self.motor_tc_pos - self.tc_neg - self.motor_tc_neg)
+
+    @cached_property
+    def level_even(self) -> FloatArray:
+        """``Fa = (L+ + L-)/2``: the asymmetry of the combined Coulomb levels."""
+        return 0.5 * (self.tc_pos + self.motor_tc_pos + self.tc_neg + self.motor_tc_neg)
+
     @cached_property
     def bearing_axis_is_z(self) -> list[bool]:
         """Per joint: the bearing axis frame is F_i itself (no rotation needed)."""
