@@ -9,7 +9,7 @@ pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
 
 from robot_dynamics.dynamics import gravity_torques, inverse_dynamics, rnea_with_reactions
 from robot_dynamics.friction import apply_friction
-from robot_dynamics.io import bundled_robots, load_robot
+from robot_dynamics.models import bundled_robots, load_robot
 from robot_dynamics.ros.feedforward_node import FeedforwardLaw
 
 RNG = np.random.default_rng(11)

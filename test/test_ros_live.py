@@ -41,7 +41,7 @@ from robot_dynamics.dynamics import (  # noqa: E402
     simulate,
 )
 from robot_dynamics.friction import friction_torques  # noqa: E402
-from robot_dynamics.io import load_robot  # noqa: E402
+from robot_dynamics.models import load_robot  # noqa: E402
 from robot_dynamics.ros.common import (  # noqa: E402
     DATA_QOS,
     ROBOT_DESCRIPTION_QOS,

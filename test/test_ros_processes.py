@@ -23,7 +23,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 
 from robot_dynamics.dynamics import gravity_torques, inertia_matrix  # noqa: E402
-from robot_dynamics.io import load_robot  # noqa: E402
+from robot_dynamics.models import load_robot  # noqa: E402
 from robot_dynamics.ros.common import ROBOT_DESCRIPTION_QOS, StopRequest, from_multiarray, run_nodes  # noqa: E402
 from robot_dynamics_interfaces.srv import GetDynamicsCoefficients  # noqa: E402
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from robot_dynamics.cli._options import add_robot_options, joint_map_from_args, load_robot_from_args
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.io.robots import DEFAULT_ROBOT
+from robot_dynamics.models.robots import DEFAULT_ROBOT
 
 DEFAULT_TRAJECTORY = "joint_trajectory"
 #: Topics the feed-forward node publishes (recorded by default by ``replay``).

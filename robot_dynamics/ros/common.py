@@ -378,7 +378,7 @@ def load_robot_model(
     name: model name}``) renames the model's joints to the topics' names. Python warnings of the
     loader (e.g. ``ModelWarning``) go to ``warn`` (one line each).
     """
-    from robot_dynamics.io import DEFAULT_ROBOT, load_robot  # the models area; imported when needed
+    from robot_dynamics.models import DEFAULT_ROBOT, load_robot  # the models area; imported when needed
 
     if description.strip():
         what, source = "the robot_description URDF", description
