@@ -12,8 +12,8 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
 from robot_dynamics import inverse_dynamics, load_robot
+from robot_dynamics.bag import BagError, BagWriter, JointStateSeries, TrajectoryMessage
 from robot_dynamics.bag import evaluate as ev_mod
-from robot_dynamics.bag import io
 from robot_dynamics.bag.sample import EFFORT_NOISE
 from robot_dynamics.trajectory import JointTrajectorySampler
 
@@ -41,7 +41,7 @@ def make_bag(path: Path, *, n: int = 300, with_trajectory: bool = False, names=N
     q, qd, qdd = cubic_motion(t)
     tau = inverse_dynamics(MODEL, q, qd, qdd, friction=True, smooth=True)
     stamps = T0 + ns
-    with io.BagWriter(path) as w:
+    with BagWriter(path) as w:
         w.write_joint_states(
             "joint_states", stamps + 300_000, names, q, qd, tau, stamps=stamps if stamped else np.zeros(n, np.int64)
         )
@@ -94,7 +94,7 @@ class NodeEmulation:
         self.pending: tuple[JointTrajectorySampler, int] | None = None
         self.active: tuple[JointTrajectorySampler, int] | None = None
 
-    def trajectory(self, tr: io.TrajectoryMessage) -> None:
+    def trajectory(self, tr: TrajectoryMessage) -> None:
         self.pending = (tr.sampler(NAMES), tr.stamp or tr.timestamp)
 
     def joint_state(self, stamp: int, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
@@ -125,7 +125,7 @@ def test_feedforward_equals_the_node_law_message_by_message(tmp_path, friction_v
     tk = np.linspace(0.0, 0.2, 9)
     qk, qdk, qddk = cubic_motion(tk + 0.1)
     path = tmp_path / "bag"
-    with io.BagWriter(path) as w:
+    with BagWriter(path) as w:
         w.write_joint_states("joint_states", received, NAMES, q, qd, None, stamps=stamps)
         # 1: starts at sample 20, replaced while pending by 2 (received at sample 10)
         w.write_joint_trajectory("joint_trajectory", int(received[5]), NAMES, tk, qk, qdk, qddk, stamp=int(stamps[20]))
@@ -199,10 +199,10 @@ def test_output_bag_csv_json_and_plot(tmp_path):
 
 def test_errors_name_the_problem(tmp_path):
     make_bag(tmp_path / "names", n=40, names=[f"j{i}" for i in range(6)])
-    with pytest.raises(io.BagError, match=r"joint names do not match: missing \['joint1'.*robot 'puma560'"):
+    with pytest.raises(BagError, match=r"joint names do not match: missing \['joint1'.*robot 'puma560'"):
         ev_mod.read_inputs(tmp_path / "names", MODEL)
     make_bag(tmp_path / "plain", n=40)
-    with pytest.raises(io.BagError, match="no topic /traj in the bag"):
+    with pytest.raises(BagError, match="no topic /traj in the bag"):
         ev_mod.read_inputs(tmp_path / "plain", MODEL, trajectory="traj", require_trajectory=True)
     inputs = ev_mod.read_inputs(tmp_path / "plain", MODEL)
     with pytest.raises(ev_mod.EvaluationError, match="needs a trajectory topic"):
@@ -212,12 +212,12 @@ def test_errors_name_the_problem(tmp_path):
     with pytest.raises(ev_mod.EvaluationError, match=r"40 messages, fewer than the \d+-sample differentiation window"):
         ev_mod.evaluate(MODEL, inputs.series, window_s=0.5)
     s = inputs.series
-    no_velocity = io.JointStateSeries(s.topic, s.names, s.timestamps, s.stamps, s.position, None, s.effort)
+    no_velocity = JointStateSeries(s.topic, s.names, s.timestamps, s.stamps, s.position, None, s.effort)
     with pytest.raises(ev_mod.EvaluationError, match="carry no velocity"):
         ev_mod.evaluate(MODEL, no_velocity)
     stamps = s.stamps.copy()
     stamps[7] = stamps[6]
-    repeated = io.JointStateSeries(s.topic, s.names, s.timestamps, stamps, s.position, s.velocity, s.effort)
+    repeated = JointStateSeries(s.topic, s.names, s.timestamps, stamps, s.position, s.velocity, s.effort)
     with pytest.raises(ev_mod.EvaluationError, match="header stamps do not increase at message 7"):
         ev_mod.evaluate(MODEL, repeated)
     make_bag(tmp_path / "unstamped", n=40, stamped=False)

@@ -30,8 +30,23 @@ from typing import Any, Literal, TextIO
 
 import numpy as np
 
-from robot_dynamics.bag import io
+from robot_dynamics.bag.decode import (
+    JointStateSeries,
+    TrajectoryMessage,
+    decode_joint_states,
+    decode_joint_trajectories,
+)
 from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER, DEFAULT_WINDOW_S, SavitzkyGolay, min_window, savgol
+from robot_dynamics.bag.reader import (
+    JOINT_STATE,
+    JOINT_TRAJECTORY,
+    BagError,
+    ProgressFn,
+    RawTopic,
+    read_topics,
+    topic_name,
+)
+from robot_dynamics.bag.writer import BagWriter
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.trajectory import TrajectorySample
 from robot_dynamics.user_input import check_joint_map, external_names
@@ -47,7 +62,7 @@ OUT_ACCELERATION = "/robot_dynamics/acceleration"
 OUT_FEEDFORWARD = "/robot_dynamics/feedforward_efforts"
 
 
-class EvaluationError(io.BagError):
+class EvaluationError(BagError):
     """The bag does not allow the requested evaluation (no velocity, unstamped messages, ...)."""
 
 
@@ -97,8 +112,8 @@ class Feedforward:
 
 def _tracking_segments(
     model: RobotModel,
-    series: io.JointStateSeries,
-    trajectories: Sequence[io.TrajectoryMessage],
+    series: JointStateSeries,
+    trajectories: Sequence[TrajectoryMessage],
     qd: FloatArray,
 ) -> list[tuple[np.ndarray, TrajectorySample]]:
     """The samples during which each trajectory is active (node rules) and the desired state there."""
@@ -128,8 +143,8 @@ def _tracking_segments(
 
 def feedforward_torques(
     model: RobotModel,
-    series: io.JointStateSeries,
-    trajectories: Sequence[io.TrajectoryMessage] = (),
+    series: JointStateSeries,
+    trajectories: Sequence[TrajectoryMessage] = (),
     *,
     friction: bool = True,
     smooth: bool = True,
@@ -264,7 +279,7 @@ class Evaluation:
         }
 
 
-def _velocity(series: io.JointStateSeries, what: str) -> FloatArray:
+def _velocity(series: JointStateSeries, what: str) -> FloatArray:
     if series.velocity is None:
         raise EvaluationError(f"{series.topic}: the joint states carry no velocity (needed for {what})")
     bad = ~np.isfinite(series.velocity).all(axis=1)
@@ -277,7 +292,7 @@ def _velocity(series: io.JointStateSeries, what: str) -> FloatArray:
     return series.velocity
 
 
-def _check_positions(series: io.JointStateSeries) -> None:
+def _check_positions(series: JointStateSeries) -> None:
     bad = ~np.isfinite(series.position).all(axis=1)
     if bad.any():
         k = int(np.argmax(bad))
@@ -286,19 +301,17 @@ def _check_positions(series: io.JointStateSeries) -> None:
         )
 
 
-def _sample_times(series: io.JointStateSeries) -> tuple[FloatArray, str]:
-    """Seconds from the first sample and their source (:meth:`io.JointStateSeries.time_base`)."""
+def _sample_times(series: JointStateSeries) -> tuple[FloatArray, str]:
+    """Seconds from the first sample and their source (:meth:`JointStateSeries.time_base`)."""
     try:
         base, which = series.time_base()
-    except io.BagError as exc:
+    except BagError as exc:
         raise EvaluationError(f"{exc}") from None
     t: FloatArray = (base - base[0]).astype(np.float64) * 1e-9
     return t, which
 
 
-def _differentiation_filter(
-    series: io.JointStateSeries, t: FloatArray, window_s: float, polyorder: int
-) -> SavitzkyGolay:
+def _differentiation_filter(series: JointStateSeries, t: FloatArray, window_s: float, polyorder: int) -> SavitzkyGolay:
     """The Savitzky-Golay window for these stamps; too few messages is an error naming the topic."""
     needed = min_window(polyorder)
     if len(series) < needed:
@@ -317,7 +330,7 @@ def _differentiation_filter(
 
 
 def _desired_accelerations(
-    model: RobotModel, series: io.JointStateSeries, trajectories: Sequence[io.TrajectoryMessage], qd: FloatArray
+    model: RobotModel, series: JointStateSeries, trajectories: Sequence[TrajectoryMessage], qd: FloatArray
 ) -> FloatArray:
     """Desired accelerations at each joint state's stamp while a trajectory is active, else zero."""
     if not trajectories:
@@ -330,8 +343,8 @@ def _desired_accelerations(
 
 def evaluate(
     model: RobotModel,
-    series: io.JointStateSeries,
-    trajectories: Sequence[io.TrajectoryMessage] = (),
+    series: JointStateSeries,
+    trajectories: Sequence[TrajectoryMessage] = (),
     *,
     accel_source: AccelSource = "velocity",
     window_s: float = DEFAULT_WINDOW_S,
@@ -405,9 +418,9 @@ class BagInputs:
     """Joint states and trajectories in the model's joint names and order; ``names``: the bag's name
     of each model joint (the model's own unless a joint map renames it)."""
 
-    series: io.JointStateSeries
-    trajectories: list[io.TrajectoryMessage]
-    joint_states_raw: io.RawTopic
+    series: JointStateSeries
+    trajectories: list[TrajectoryMessage]
+    joint_states_raw: RawTopic
     names: tuple[str, ...] = ()
 
 
@@ -418,7 +431,7 @@ def read_inputs(
     joint_states: str = "joint_states",
     trajectory: str | None = "joint_trajectory",
     require_trajectory: bool = False,
-    progress: io.ProgressFn | None = None,
+    progress: ProgressFn | None = None,
     joint_map: Mapping[str, str] | None = None,
 ) -> BagInputs:
     """The joint states (in the model's joint order) and trajectories of a bag.
@@ -427,7 +440,7 @@ def read_inputs(
     against the model; unmapped joints keep their names). Joint states and trajectories are
     matched by the bag names and returned with the model's. ``trajectory`` is optional unless
     ``require_trajectory``; a missing joint-states topic, a topic of the wrong type or joint names
-    that do not match the model raise :class:`io.BagError`.
+    that do not match the model raise :class:`BagError`.
     """
     mapping = dict(joint_map or {})
     if mapping:
@@ -435,27 +448,25 @@ def read_inputs(
     bag_names = tuple(external_names(model.joint_names, mapping))
     to_model = dict(zip(bag_names, model.joint_names, strict=True))
     topics = [joint_states] + ([trajectory] if trajectory else [])
-    types = {joint_states: io.JOINT_STATE}
+    types = {joint_states: JOINT_STATE}
     if trajectory:
-        types[trajectory] = io.JOINT_TRAJECTORY
-    raw = io.read_topics(
+        types[trajectory] = JOINT_TRAJECTORY
+    raw = read_topics(
         path,
         topics,
         types=types,
         optional=[] if require_trajectory or not trajectory else [trajectory],
         progress=progress,
     )
-    js_raw = raw[io.topic_name(joint_states)]
+    js_raw = raw[topic_name(joint_states)]
     try:
-        series = io.decode_joint_states(js_raw, bag_names)
-    except io.BagError as exc:
+        series = decode_joint_states(js_raw, bag_names)
+    except BagError as exc:
         mapped = f" with joint map {mapping}" if mapping else ""
-        raise io.BagError(f"{path}: {exc} (robot {model.name!r}{mapped})") from None
+        raise BagError(f"{path}: {exc} (robot {model.name!r}{mapped})") from None
     series = replace(series, names=tuple(model.joint_names))
     trajs = (
-        io.decode_joint_trajectories(raw[io.topic_name(trajectory)])
-        if trajectory and io.topic_name(trajectory) in raw
-        else []
+        decode_joint_trajectories(raw[topic_name(trajectory)]) if trajectory and topic_name(trajectory) in raw else []
     )
     trajs = [replace(tr, names=tuple(to_model.get(n, n) for n in tr.names)) for tr in trajs] if mapping else trajs
     for tr in trajs:
@@ -483,7 +494,7 @@ def write_output_bag(
     Joint names are the bag's (``inputs.names``) when the inputs are given, as the node publishes them.
     """
     names = list(inputs.names) if inputs is not None and inputs.names else list(ev.joint_names)
-    with io.BagWriter(path, storage=storage, overwrite=overwrite) as w:
+    with BagWriter(path, storage=storage, overwrite=overwrite) as w:
         if inputs is not None:
             raw = inputs.joint_states_raw
             w.write_raw(raw.topic, raw.msgtype, raw.timestamps, raw.data)
@@ -600,9 +611,7 @@ class ReplayComparison:
         )
 
 
-def compare_feedforward(
-    series: io.JointStateSeries, offline: Feedforward, recorded: io.JointStateSeries
-) -> ReplayComparison:
+def compare_feedforward(series: JointStateSeries, offline: Feedforward, recorded: JointStateSeries) -> ReplayComparison:
     """Matches the node's ``feedforward/efforts`` (stamped with the input stamps) to the offline torques."""
     if recorded.names != series.names:
         raise EvaluationError(f"recorded joint order {list(recorded.names)} differs from {list(series.names)}")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robot_dynamics.bag import io
+from robot_dynamics.bag.writer import BagWriter
 from robot_dynamics.model import FloatArray, RobotModel
 
 DEFAULT_PATH = Path("data") / "puma560_sample"
@@ -177,7 +177,7 @@ def write_sample_bag(
     if joint_map:
         check_joint_map(data.model, joint_map, "joint map")
     names = external_names(data.model.joint_names, joint_map or {})
-    with io.BagWriter(path, storage=settings.storage, overwrite=overwrite) as w:
+    with BagWriter(path, storage=settings.storage, overwrite=overwrite) as w:
         w.write_joint_trajectory(
             "joint_trajectory",
             data.traj_timestamp,

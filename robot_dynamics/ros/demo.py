@@ -148,12 +148,13 @@ def run(
     parameters from :func:`robot_parameters`); ``joint_map``: bag name → model name."""
     from robot_dynamics import load_robot
     from robot_dynamics.bag import evaluate as ev_mod
-    from robot_dynamics.bag import io
+    from robot_dynamics.bag.decode import decode_joint_states
+    from robot_dynamics.bag.reader import FLOAT64_MULTIARRAY, JOINT_STATE, BagError, bag_summary
 
     started = time.monotonic()
     bag_path = bag if bag is not None else DEFAULT_BAG
     if not bag_path.exists():
-        raise io.BagError(
+        raise BagError(
             f"sample bag {bag_path} not found (regenerate it with: robot-dynamics make-sample-bag {bag_path})"
         )
     out.mkdir(parents=True, exist_ok=True)
@@ -174,7 +175,7 @@ def run(
     ev = ev_mod.evaluate(
         model, inputs.series, inputs.trajectories, smooth=True, friction_velocity="desired", bag=str(bag_path)
     )
-    summary = io.bag_summary(bag_path)
+    summary = bag_summary(bag_path)
     rate_hz = (ev.count - 1) / ev.t[-1]
     _say(f"robot_dynamics demo: {model.name}, sample bag {bag_path.name} ({summary.storage})")
     _say(
@@ -188,7 +189,7 @@ def run(
     # 2.-3. live nodes and replay -----------------------------------------------------------------
     from robot_dynamics.ros.replay import replay
 
-    record = {"/feedforward/efforts": io.JOINT_STATE, "/feedforward/commands": io.FLOAT64_MULTIARRAY}
+    record = {"/feedforward/efforts": JOINT_STATE, "/feedforward/commands": FLOAT64_MULTIARRAY}
     with open(out / "nodes.log", "wb") as log:
         nodes = start_nodes(robot, log, env, {**NODE_PARAMETERS, **(chain or {})})
         try:
@@ -212,7 +213,7 @@ def run(
 
     # 4. check and report -------------------------------------------------------------------------
     # the node publishes the topic's (the bag's) joint names
-    recorded = io.decode_joint_states(result.recordings["/feedforward/efforts"], inputs.names)
+    recorded = decode_joint_states(result.recordings["/feedforward/efforts"], inputs.names)
     recorded = replace(recorded, names=inputs.series.names)
     assert ev.feedforward is not None
     cmp = ev_mod.compare_feedforward(inputs.series, ev.feedforward, recorded)
