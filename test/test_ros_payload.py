@@ -37,8 +37,8 @@ from robot_dynamics.friction import friction_torques  # noqa: E402
 from robot_dynamics.model import RobotModel, axis_angle_matrix  # noqa: E402
 from robot_dynamics.models import load_robot  # noqa: E402
 from robot_dynamics.payload import payload_of, with_payload  # noqa: E402
-from robot_dynamics.ros.common import DATA_QOS, diagnostic_dict, from_multiarray, ns_to_stamp, stamp_to_ns  # noqa: E402
 from robot_dynamics.ros.feedforward_node import FeedforwardNode  # noqa: E402
+from robot_dynamics.ros.messages import DATA_QOS, diagnostic_dict, from_multiarray, ns_to_stamp, stamp_to_ns  # noqa: E402
 from robot_dynamics.ros.payload_service import payload_from_msg  # noqa: E402
 from robot_dynamics.ros.service_node import DynamicsServiceNode  # noqa: E402
 from robot_dynamics_interfaces.srv import GetDynamicsCoefficients, InverseDynamics, SetPayload  # noqa: E402
@@ -277,7 +277,7 @@ def test_payload_keeps_the_trajectory_and_a_new_robot_description_clears_it(
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from robot_dynamics.ros.common import ROBOT_DESCRIPTION_QOS
+    from robot_dynamics.ros.messages import ROBOT_DESCRIPTION_QOS
 
     spinner, ns = ros
     client = spinner.add(client_node(context, ns))

@@ -35,18 +35,18 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.errors import StateError
 from robot_dynamics.model import FloatArray, RobotModel
-from robot_dynamics.ros.common import (
+from robot_dynamics.ros.messages import (
     DATA_QOS,
-    RobotNode,
     StartupError,
     as_double_array,
     qos_from_name,
-    run_nodes,
     stamp_to_ns,
     trajectory_from_msg,
 )
-from robot_dynamics.ros.common import JointStateMatcher as _Matcher
+from robot_dynamics.ros.messages import JointStateMatcher as _Matcher
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
+from robot_dynamics.ros.process import run_nodes
+from robot_dynamics.ros.robot_node import RobotNode
 from robot_dynamics.trajectory import JointTrajectorySampler
 
 FRICTION_VELOCITY_CHOICES = ("desired", "measured")

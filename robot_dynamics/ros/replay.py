@@ -43,7 +43,8 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from robot_dynamics.bag.reader import CLOCK, BagError, Int64Array, RawTopic, read_topics, topic_name
 from robot_dynamics.bag.writer import BagWriter
-from robot_dynamics.ros.common import diagnostic_dict, stop_executors
+from robot_dynamics.ros.messages import diagnostic_dict
+from robot_dynamics.ros.process import stop_executors
 
 #: QoS of the played topics: reliable, volatile, deep enough for bursts at high rate factors.
 PLAY_QOS = QoSProfile(

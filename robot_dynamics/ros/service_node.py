@@ -30,16 +30,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import FloatArray, RobotModel
-from robot_dynamics.ros.common import (
-    RobotNode,
-    as_double_array,
-    duration_to_s,
-    one_line,
-    ordered_arrays,
-    run_nodes,
-    to_multiarray,
-)
+from robot_dynamics.ros.messages import as_double_array, duration_to_s, one_line, ordered_arrays, to_multiarray
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
+from robot_dynamics.ros.process import run_nodes
+from robot_dynamics.ros.robot_node import RobotNode
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
@@ -300,7 +294,7 @@ def _warm_engine(model: RobotModel) -> None:
 def _profile_law(model: RobotModel, profile: Any) -> Any:
     """The engine's TorqueProfile of a JointTrajectory's efforts (linear between points, held outside)."""
     from robot_dynamics.dynamics import TorqueProfile
-    from robot_dynamics.ros.common import name_index
+    from robot_dynamics.ros.messages import name_index
 
     if not profile.points:
         raise RequestError("effort_profile has no points")

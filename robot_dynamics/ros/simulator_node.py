@@ -41,16 +41,9 @@ from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics.errors import StateError
 from robot_dynamics.model import FloatArray, RobotModel
-from robot_dynamics.ros.common import (
-    DATA_QOS,
-    RobotNode,
-    StartupError,
-    as_double_array,
-    name_index,
-    one_line,
-    ordered_arrays,
-    run_nodes,
-)
+from robot_dynamics.ros.messages import DATA_QOS, StartupError, as_double_array, name_index, one_line, ordered_arrays
+from robot_dynamics.ros.process import run_nodes
+from robot_dynamics.ros.robot_node import RobotNode
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
