@@ -12,10 +12,10 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
 from robot_dynamics import inverse_dynamics, load_robot
-from robot_dynamics.bag import BagError, BagWriter, JointStateSeries, TrajectoryMessage
+from robot_dynamics.bag import BagError, BagWriter, JointStateSeries
 from robot_dynamics.bag import evaluate as ev_mod
 from robot_dynamics.bag.sample import EFFORT_NOISE
-from robot_dynamics.trajectory import JointTrajectorySampler
+from robot_dynamics.feedforward import FeedforwardLaw, TrajectorySchedule
 
 MODEL = load_robot("puma560")
 NAMES = MODEL.joint_names
@@ -83,39 +83,13 @@ def test_sample_bag_recovers_the_simulated_efforts():
     assert stamps_dt.min() < 0.0045 and stamps_dt.max() > 0.0055  # non-uniform stamps in the sample
 
 
-class NodeEmulation:
-    """The feed-forward node's callback logic, one message at a time (independent reference)."""
-
-    def __init__(self, friction_velocity: str) -> None:
-        from robot_dynamics.ros.feedforward_node import FeedforwardLaw
-
-        self.law = FeedforwardLaw(MODEL)
-        self.measured = friction_velocity == "measured"
-        self.pending: tuple[JointTrajectorySampler, int] | None = None
-        self.active: tuple[JointTrajectorySampler, int] | None = None
-
-    def trajectory(self, tr: TrajectoryMessage) -> None:
-        self.pending = (tr.sampler(NAMES), tr.stamp or tr.timestamp)
-
-    def joint_state(self, stamp: int, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-        if self.pending is not None and stamp >= self.pending[1]:
-            self.active = (self.pending[0].with_start_state(q, qd), self.pending[1])
-            self.pending = None
-        if self.active is not None:
-            t = (stamp - self.active[1]) * 1e-9
-            if t > self.active[0].end_time:
-                self.active = None
-            else:
-                d = self.active[0].sample(t)
-                return self.law.tracking(
-                    d.positions, d.velocities, d.accelerations, True, True, qd if self.measured else None
-                )
-        return self.law.holding(q, qd, True, True)
-
-
 @pytest.mark.parametrize("friction_velocity", ["desired", "measured"])
-def test_feedforward_equals_the_node_law_message_by_message(tmp_path, friction_velocity):
-    """Trajectories that start later, replace a pending one, start on receipt, start after t = 0."""
+def test_feedforward_follows_the_activation_rules(tmp_path, friction_velocity):
+    """Trajectories that start later, replace a pending one, start on receipt, start after t = 0.
+
+    The rows that track are the ones the rules give (checked by index); the torques and desired
+    states equal the node's own one-message-at-a-time form (TrajectorySchedule + FeedforwardLaw).
+    """
     n = 200
     t = np.arange(n) * 0.005
     q, qd, _ = cubic_motion(t)
@@ -143,15 +117,24 @@ def test_feedforward_equals_the_node_law_message_by_message(tmp_path, friction_v
         w.write_joint_trajectory("joint_trajectory", int(received[120]) - 1, NAMES, tk, qk)
     inputs = ev_mod.read_inputs(path, MODEL)
     ff = ev_mod.feedforward_torques(MODEL, inputs.series, inputs.trajectories, friction_velocity=friction_velocity)
-    node = NodeEmulation(friction_velocity)
+    law, schedule = FeedforwardLaw(MODEL), TrajectorySchedule()
+    measured = friction_velocity == "measured"
     trajs = iter(inputs.trajectories)
     upcoming = next(trajs, None)
     expected = np.empty((n, MODEL.dof))
     for k in range(n):
         while upcoming is not None and upcoming.timestamp < received[k]:
-            node.trajectory(upcoming)
+            schedule.submit(upcoming.sampler(NAMES), upcoming.stamp, upcoming.timestamp)
             upcoming = next(trajs, None)
-        expected[k] = node.joint_state(int(stamps[k]), q[k], qd[k])
+        d, _ = schedule.step(int(stamps[k]), q[k], qd[k])
+        if d is None:
+            expected[k] = law.holding(q[k], qd[k], True, True)
+        else:
+            expected[k] = law.tracking(
+                d.positions, d.velocities, d.accelerations, True, True, qd[k] if measured else None
+            )
+            np.testing.assert_allclose(ff.position[k], d.positions, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(ff.velocity[k], d.velocities, rtol=0, atol=1e-12)
     assert np.max(np.abs(ff.effort - expected)) < 1e-9
     tracking = np.flatnonzero(ff.tracking)
     assert tracking[0] == 30 and 80 in tracking and 81 not in tracking  # 2 runs 0..0.25 s from its start

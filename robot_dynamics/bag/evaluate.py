@@ -9,10 +9,11 @@ For every ``sensor_msgs/JointState`` of a bag, at once (vectorised over all mess
   measured velocity);
 * **errors** against the measured ``effort`` when the bag has it: per joint RMS and max |error|;
 * **feed-forward torques exactly as the feed-forward node computes them** for the same message
-  stream (:func:`feedforward_torques`): inverse dynamics at the desired state while a trajectory of
-  the bag is active, gravity + friction compensation ``c(q) + b(qd)`` at the measured state
-  otherwise. Replaying the bag through the live node must give these torques (``robot-dynamics
-  replay`` checks it).
+  stream (:func:`feedforward_torques`): the node's law and trajectory activation rules
+  (:mod:`robot_dynamics.feedforward`) in batch form — inverse dynamics at the desired state while a
+  trajectory of the bag is active, gravity + friction compensation ``c(q) + b(qd)`` at the measured
+  state otherwise. Replaying the bag through the live node must give these torques
+  (``robot-dynamics replay`` checks it).
 
 Results go to an output bag (same receive times and header stamps as the input), a CSV/JSON
 summary and a PNG plot.
@@ -47,13 +48,19 @@ from robot_dynamics.bag.reader import (
     topic_name,
 )
 from robot_dynamics.bag.writer import BagWriter
+from robot_dynamics.dynamics import inverse_dynamics
+from robot_dynamics.feedforward import (
+    Feedforward,
+    FeedforwardLaw,
+    FrictionVelocity,
+    feedforward_batch,
+    tracking_segments,
+)
 from robot_dynamics.model import FloatArray, RobotModel
-from robot_dynamics.trajectory import TrajectorySample
 from robot_dynamics.user_input import check_joint_map, external_names
 
 AccelSource = Literal["velocity", "position", "trajectory"]
 ACCEL_SOURCES: tuple[str, ...] = ("velocity", "position", "trajectory")
-FrictionVelocity = Literal["desired", "measured"]
 
 #: Topics of the evaluation output bag (besides a copy of the input joint states).
 OUT_EFFORTS = "/robot_dynamics/model_efforts"
@@ -67,80 +74,19 @@ class EvaluationError(BagError):
 
 
 # ------------------------------------------------------------------------------------------------
-# engine calls (imported lazily: the engine is heavy to import and not needed to read bags)
+# engine calls
 # ------------------------------------------------------------------------------------------------
 def _inverse_dynamics(
     model: RobotModel, q: FloatArray, qd: FloatArray, qdd: FloatArray, *, friction: bool, smooth: bool
 ) -> FloatArray:
-    from robot_dynamics.dynamics import inverse_dynamics
-
     if len(q) == 0:
         return np.zeros((0, model.dof))
     return np.asarray(inverse_dynamics(model, q, qd, qdd, friction=friction, smooth=smooth), dtype=np.float64)
 
 
-def _with_friction_at(
-    model: RobotModel, q: FloatArray, qd: FloatArray, qdd: FloatArray, velocity: FloatArray, smooth: bool
-) -> FloatArray:
-    """Frictionless inverse dynamics plus the friction terms at another ``velocity`` (the node's law)."""
-    from robot_dynamics.dynamics import rnea_with_reactions
-    from robot_dynamics.friction import apply_friction, needs_reactions
-
-    if len(q) == 0:
-        return np.zeros((0, model.dof))
-    tau_joint = _inverse_dynamics(model, q, qd, qdd, friction=False, smooth=smooth)
-    force = moment = None
-    if needs_reactions(model):
-        _, force, moment = rnea_with_reactions(model, q, qd, qdd)
-    terms = apply_friction(model, velocity, tau_joint, force, moment, smooth=smooth)
-    return tau_joint + np.asarray(terms.total, dtype=np.float64)
-
-
 # ------------------------------------------------------------------------------------------------
 # node-equivalent feed-forward
 # ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Feedforward:
-    """What the feed-forward node publishes for each joint state: ``effort`` and the state it used
-    (``position``/``velocity`` desired while tracking, measured otherwise); ``tracking`` ``(N,)`` bool."""
-
-    effort: FloatArray
-    position: FloatArray
-    velocity: FloatArray
-    tracking: np.ndarray
-
-
-def _tracking_segments(
-    model: RobotModel,
-    series: JointStateSeries,
-    trajectories: Sequence[TrajectoryMessage],
-    qd: FloatArray,
-) -> list[tuple[np.ndarray, TrajectorySample]]:
-    """The samples during which each trajectory is active (node rules) and the desired state there."""
-    stamps = series.stamps
-    q = series.position
-    trajs = sorted(trajectories, key=lambda tr: tr.timestamp)
-    activations: list[tuple[int, int]] = []  # (first sample, trajectory index)
-    for j, tr in enumerate(trajs):
-        eligible = (series.timestamps > tr.timestamp) & (stamps >= tr.start)
-        if not eligible.any():
-            continue
-        a = int(np.argmax(eligible))
-        if j + 1 < len(trajs) and trajs[j + 1].timestamp < series.timestamps[a]:
-            continue  # replaced by a newer trajectory while still pending
-        activations.append((a, j))
-    out = []
-    for k, (a, j) in enumerate(activations):
-        tr = trajs[j]
-        stop = activations[k + 1][0] if k + 1 < len(activations) else len(series)
-        sampler = tr.sampler(model.joint_names).with_start_state(q[a], qd[a])
-        rows = np.arange(a, stop)
-        rows = rows[(stamps[rows] - tr.start) * 1e-9 <= sampler.end_time]  # afterwards the node holds again
-        if rows.size:
-            out.append((rows, sampler.sample_many((stamps[rows] - tr.start) * 1e-9)))
-    return out
-
-
 def feedforward_torques(
     model: RobotModel,
     series: JointStateSeries,
@@ -150,16 +96,17 @@ def feedforward_torques(
     smooth: bool = True,
     friction_velocity: FrictionVelocity = "desired",
 ) -> Feedforward:
-    """The feed-forward node's torques for this message stream (see ``robot_dynamics.ros.feedforward_node``).
+    """The feed-forward node's torques for this message stream, all joint states at once.
 
-    The node's rules, applied to the bag's receive order: a trajectory received before a joint state
-    becomes active at the first later joint state whose stamp reaches its start (``header.stamp``; a
-    zero stamp starts at its receive time), unless a newer trajectory arrived first; while active
-    (``0 <= stamp - start <= duration``) the torque is the inverse dynamics at the desired state
-    sampled at the joint state's stamp, with friction at the desired or the measured velocity; at
-    all other samples gravity + friction compensation ``c(q) + b(qd)`` at the measured state. A
-    trajectory whose first point is after ``t = 0`` starts from the measured state at activation.
-    Joint states must carry header stamps; joint states without velocities count as zero velocity.
+    The law and the activation rules of :mod:`robot_dynamics.feedforward` (the node's own), applied
+    in the bag's receive order (:func:`~robot_dynamics.feedforward.feedforward_batch`): a trajectory
+    received before a joint state becomes active at the first later joint state whose stamp reaches
+    its start (``header.stamp``; a zero stamp starts at its receive time), unless a newer trajectory
+    arrived first; while active (``0 <= stamp - start <= duration``) the torque is the inverse
+    dynamics at the desired state sampled at the joint state's stamp, with friction at the desired
+    or the measured velocity; at all other samples gravity + friction compensation ``c(q) + b(qd)``
+    at the measured state. Joint states must carry header stamps; joint states without velocities
+    count as zero velocity.
     """
     if series.names != tuple(model.joint_names):
         raise EvaluationError(f"joint states are in order {list(series.names)}, the model's is {model.joint_names}")
@@ -169,33 +116,19 @@ def feedforward_torques(
             f"{int(np.sum(stamps <= 0))} joint states have a zero header stamp; the feed-forward node would "
             "use its own clock for them, which a replay cannot reproduce"
         )
-    q = series.position
     # the node reads a message without velocities as zero velocity
-    qd = np.zeros_like(q) if series.velocity is None else _velocity(series, "feed-forward torques")
-    n_msgs = len(series)
-    with_friction = friction and model.has_friction
-    effort = np.empty((n_msgs, model.dof))
-    position = q.copy()
-    velocity = qd.copy()
-    tracking = np.zeros(n_msgs, dtype=bool)
-    for rows, d in _tracking_segments(model, series, trajectories, qd):
-        if not with_friction:
-            tau = _inverse_dynamics(model, d.positions, d.velocities, d.accelerations, friction=False, smooth=smooth)
-        elif friction_velocity == "measured":
-            tau = _with_friction_at(model, d.positions, d.velocities, d.accelerations, qd[rows], smooth)
-        else:
-            tau = _inverse_dynamics(model, d.positions, d.velocities, d.accelerations, friction=True, smooth=smooth)
-        effort[rows] = tau
-        position[rows] = d.positions
-        velocity[rows] = d.velocities
-        tracking[rows] = True
-    hold = np.flatnonzero(~tracking)
-    zeros = np.zeros((hold.size, model.dof))
-    if with_friction:
-        effort[hold] = _with_friction_at(model, q[hold], zeros, zeros, qd[hold], smooth)
-    else:
-        effort[hold] = _inverse_dynamics(model, q[hold], zeros, zeros, friction=False, smooth=smooth)
-    return Feedforward(effort, position, velocity, tracking)
+    qd = np.zeros_like(series.position) if series.velocity is None else _velocity(series, "feed-forward torques")
+    return feedforward_batch(
+        FeedforwardLaw(model),
+        series.timestamps,
+        stamps,
+        series.position,
+        qd,
+        trajectories,
+        friction=friction,
+        smooth=smooth,
+        friction_velocity=friction_velocity,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -336,7 +269,8 @@ def _desired_accelerations(
     if not trajectories:
         raise EvaluationError("acceleration source 'trajectory' needs a trajectory topic with messages in the bag")
     qdd = np.zeros((len(series), model.dof))
-    for rows, d in _tracking_segments(model, series, trajectories, qd):
+    segments = tracking_segments(model.joint_names, series.timestamps, series.stamps, series.position, qd, trajectories)
+    for rows, d in segments:
         qdd[rows] = d.accelerations
     return qdd
 

@@ -29,6 +29,7 @@ from builtin_interfaces.msg import Duration
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.feedforward import FeedforwardLaw
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.ros.messages import as_double_array, duration_to_s, one_line, ordered_arrays, to_multiarray
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
@@ -254,8 +255,6 @@ class DynamicsServiceNode(RobotNode):
         if law == TORQUE_PROFILE:
             return _profile_law(model, req.effort_profile)
         if law == TORQUE_GRAVITY_COMPENSATION:
-            from robot_dynamics.ros.feedforward_node import FeedforwardLaw
-
             ff = FeedforwardLaw(model)
 
             def compensation(t: float, q: FloatArray, qd: FloatArray) -> FloatArray:
