@@ -40,6 +40,7 @@ from robot_dynamics.bag import (
 )
 from robot_dynamics.bag import evaluate as ev_mod
 from robot_dynamics.bag.differentiate import SavitzkyGolay, savgol
+from robot_dynamics.bag.report import write_csv, write_json, write_output_bag, write_plot
 
 T0 = 1_700_000_000_000_000_000
 
@@ -174,7 +175,7 @@ def run(
     rows.append(
         (
             "write output bag",
-            best(lambda: ev_mod.write_output_bag(workdir / "out", ev, inputs, storage=storage, overwrite=True), repeat),
+            best(lambda: write_output_bag(workdir / "out", ev, inputs, storage=storage, overwrite=True), repeat),
             None,
         )
     )
@@ -182,19 +183,19 @@ def run(
     def end_to_end() -> None:
         inp = ev_mod.read_inputs(bag, model)
         e = ev_mod.evaluate(model, inp.series, inp.trajectories)
-        ev_mod.write_output_bag(workdir / "out", e, inp, storage=storage, overwrite=True)
-        ev_mod.write_csv(workdir / "s.csv", e)
-        ev_mod.write_json(workdir / "s.json", e)
+        write_output_bag(workdir / "out", e, inp, storage=storage, overwrite=True)
+        write_csv(workdir / "s.csv", e)
+        write_json(workdir / "s.json", e)
 
     def summary_only() -> None:
         inp = ev_mod.read_inputs(bag, model)
         e = ev_mod.evaluate(model, inp.series, inp.trajectories)
-        ev_mod.write_csv(workdir / "s.csv", e)
-        ev_mod.write_json(workdir / "s.json", e)
+        write_csv(workdir / "s.csv", e)
+        write_json(workdir / "s.json", e)
 
     rows.append(("END TO END evaluate --csv --json", best(summary_only, repeat), None))
     rows.append(("END TO END evaluate --out --csv --json", best(end_to_end, repeat), None))
-    rows.append(("plot (PNG, 100k points per curve)", best(lambda: ev_mod.write_plot(workdir / "p.png", ev), 1), None))
+    rows.append(("plot (PNG, 100k points per curve)", best(lambda: write_plot(workdir / "p.png", ev), 1), None))
     return rows
 
 

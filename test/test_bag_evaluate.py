@@ -14,6 +14,17 @@ from rosbags.typesys import Stores, get_typestore
 from robot_dynamics import inverse_dynamics, load_robot
 from robot_dynamics.bag import BagError, BagWriter, JointStateSeries
 from robot_dynamics.bag import evaluate as ev_mod
+from robot_dynamics.bag.report import (
+    OUT_ACCELERATION,
+    OUT_EFFORTS,
+    OUT_EFFORTS_NO_FRICTION,
+    OUT_FEEDFORWARD,
+    format_table,
+    write_csv,
+    write_json,
+    write_output_bag,
+    write_plot,
+)
 from robot_dynamics.bag.sample import EFFORT_NOISE
 from robot_dynamics.feedforward import FeedforwardLaw, TrajectorySchedule
 
@@ -146,7 +157,7 @@ def test_output_bag_csv_json_and_plot(tmp_path):
     make_bag(tmp_path / "in", n=120)
     inputs = ev_mod.read_inputs(tmp_path / "in", MODEL)
     ev = ev_mod.evaluate(MODEL, inputs.series, inputs.trajectories, bag=str(tmp_path / "in"))
-    out = ev_mod.write_output_bag(tmp_path / "out", ev, inputs, storage="sqlite3")
+    out = write_output_bag(tmp_path / "out", ev, inputs, storage="sqlite3")
     store = get_typestore(Stores.ROS2_JAZZY)
     counts: dict[str, int] = {}
     with Reader(out) as reader:
@@ -155,29 +166,29 @@ def test_output_bag_csv_json_and_plot(tmp_path):
             counts[conn.topic] = k + 1
             assert timestamp == inputs.series.timestamps[k]  # same receive times
             msg = store.deserialize_cdr(raw, conn.msgtype)
-            if conn.topic == ev_mod.OUT_EFFORTS:
+            if conn.topic == OUT_EFFORTS:
                 assert msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec == inputs.series.stamps[k]
                 assert np.array_equal(msg.effort, ev.model[k]) and msg.name == NAMES
-            elif conn.topic == ev_mod.OUT_ACCELERATION:
+            elif conn.topic == OUT_ACCELERATION:
                 assert np.array_equal(msg.data, ev.qdd[k])
     assert counts == dict.fromkeys(
         [
             "/joint_states",
-            ev_mod.OUT_EFFORTS,
-            ev_mod.OUT_EFFORTS_NO_FRICTION,
-            ev_mod.OUT_ACCELERATION,
-            ev_mod.OUT_FEEDFORWARD,
+            OUT_EFFORTS,
+            OUT_EFFORTS_NO_FRICTION,
+            OUT_ACCELERATION,
+            OUT_FEEDFORWARD,
         ],
         120,
     )
-    rows = list(csv.DictReader(ev_mod.write_csv(tmp_path / "s.csv", ev).open()))
+    rows = list(csv.DictReader(write_csv(tmp_path / "s.csv", ev).open()))
     assert [r["joint"] for r in rows] == NAMES
     assert float(rows[1]["rms_error_no_friction"]) == pytest.approx(ev.errors()["no_friction"].rms[1], rel=1e-8)
-    summary = json.loads(ev_mod.write_json(tmp_path / "s.json", ev).read_text())
+    summary = json.loads(write_json(tmp_path / "s.json", ev).read_text())
     assert summary["messages"] == 120 and summary["acceleration"]["source"] == "velocity"
     assert set(summary["joints"][0]) >= {"rms_error_friction", "max_error_no_friction", "rms_measured"}
-    assert ev_mod.write_plot(tmp_path / "p.png", ev).read_bytes()[:4] == b"\x89PNG"
-    assert "RMS err" in ev_mod.format_table(ev)
+    assert write_plot(tmp_path / "p.png", ev).read_bytes()[:4] == b"\x89PNG"
+    assert "RMS err" in format_table(ev)
 
 
 def test_errors_name_the_problem(tmp_path):

@@ -206,6 +206,7 @@ def test_replay_of_the_garbage_padding_bag_matches_the_offline_torques(tmp_path)
     pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
     from robot_dynamics import load_robot
     from robot_dynamics.bag import evaluate as ev_mod
+    from robot_dynamics.bag.report import compare_feedforward
     from robot_dynamics.ros import demo
     from robot_dynamics.ros.replay import replay
 
@@ -228,7 +229,7 @@ def test_replay_of_the_garbage_padding_bag_matches_the_offline_torques(tmp_path)
     inputs = ev_mod.read_inputs(garbage, model)
     offline = ev_mod.feedforward_torques(model, inputs.series, inputs.trajectories)
     recorded = decode_joint_states(result.recordings["/feedforward/efforts"], model.joint_names)
-    cmp = ev_mod.compare_feedforward(inputs.series, offline, recorded)
+    cmp = compare_feedforward(inputs.series, offline, recorded)
     report = f"{cmp.describe()}\n{result.describe()}\n{(tmp_path / 'nodes.log').read_text()}"
     assert result.lost == dict.fromkeys(record, 0), report
     assert cmp.ok(1e-9), report

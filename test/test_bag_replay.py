@@ -23,6 +23,7 @@ from robot_dynamics.bag import (
     decode_joint_states,
 )
 from robot_dynamics.bag import evaluate as ev_mod
+from robot_dynamics.bag.report import compare_feedforward
 from robot_dynamics.ros import demo
 from robot_dynamics.ros.replay import ReplayError, message_class, replay
 
@@ -54,7 +55,7 @@ def test_replay_through_the_live_feedforward_node_matches_the_offline_torques(tm
     inputs = ev_mod.read_inputs(SAMPLE, MODEL)
     offline = ev_mod.feedforward_torques(MODEL, inputs.series, inputs.trajectories, friction_velocity="measured")
     recorded = decode_joint_states(result.recordings["/feedforward/efforts"], MODEL.joint_names)
-    cmp = ev_mod.compare_feedforward(inputs.series, offline, recorded)
+    cmp = compare_feedforward(inputs.series, offline, recorded)
     report = f"{cmp.describe()}\n{result.describe()}\n{(tmp_path / 'nodes.log').read_text()}"
     assert result.lost == dict.fromkeys(RECORD, 0), report
     assert cmp.ok(1e-9), report

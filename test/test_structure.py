@@ -91,7 +91,6 @@ KNOWN_VIOLATIONS: dict[str, str] = {
     "size: symbolic.schedule": "the parallel schedule of the closed forms with its report",
     "size: symbolic.newton_euler": "the symbolic Newton-Euler recursion and its program builder",
     "size: cli.bag": "the evaluate, replay, demo and make-sample-bag commands in one module",
-    "size: bag.evaluate": "reading, evaluation, outputs (bag, CSV, JSON, plot) and the replay check",
     "size: models.dh_yaml": "the DH YAML reader with every section's validation",
 }
 

@@ -5,8 +5,9 @@ rosbag2 bags, sqlite3 and mcap, topics, raw messages, the type store and :class:
 :mod:`~robot_dynamics.bag.decode` (JointState, Float64MultiArray and JointTrajectory decoding, with
 the byte-matrix decoder :mod:`~robot_dynamics.bag._cdr`), :mod:`~robot_dynamics.bag.writer`
 (:class:`BagWriter`), :mod:`~robot_dynamics.bag.differentiate` (Savitzky–Golay derivatives on
-non-uniform stamps), :mod:`~robot_dynamics.bag.evaluate` (batch model torques, errors, output bag,
-CSV/JSON), :mod:`~robot_dynamics.bag.plot` (PNG plots), :mod:`~robot_dynamics.bag.sample` (the sample
+non-uniform stamps), :mod:`~robot_dynamics.bag.evaluate` (batch model torques, errors, the
+feed-forward torques), :mod:`~robot_dynamics.bag.report` (output bag, CSV/JSON, table, the replay
+check), :mod:`~robot_dynamics.bag.plot` (PNG plots), :mod:`~robot_dynamics.bag.sample` (the sample
 bag), :mod:`~robot_dynamics.bag.progress` (stderr progress bar).
 
 The reading, decoding and writing names are importable from this package

@@ -127,6 +127,7 @@ def _write_text(path: str, text: str) -> None:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from robot_dynamics.bag import evaluate as ev_mod
+    from robot_dynamics.bag.report import format_table, write_csv, write_csv_stream, write_output_bag, write_plot
 
     model = load_robot_from_args(args)
     inputs = _read_with_progress(args, model, require_trajectory=args.accel == "trajectory")
@@ -147,26 +148,26 @@ def run_evaluate(args: argparse.Namespace) -> int:
     to_stdout = args.csv == "-" or args.json == "-"
     log = sys.stderr if to_stdout else sys.stdout
     print(_describe(ev), file=log)
-    print(ev_mod.format_table(ev), file=log)
+    print(format_table(ev), file=log)
     if args.out:
-        ev_mod.write_output_bag(args.out, ev, inputs, storage=args.storage, overwrite=args.force)
+        write_output_bag(args.out, ev, inputs, storage=args.storage, overwrite=args.force)
         print(f"wrote {args.out}", file=log)
     if args.csv:
         if args.csv == "-":
             import io as stdio
 
             buffer = stdio.StringIO()
-            ev_mod.write_csv_stream(buffer, ev)
+            write_csv_stream(buffer, ev)
             _write_text("-", buffer.getvalue())
         else:
-            ev_mod.write_csv(args.csv, ev)
+            write_csv(args.csv, ev)
             print(f"wrote {args.csv}", file=log)
     if args.json:
         _write_text(args.json, json.dumps(ev.summary(), indent=2) + "\n")
         if args.json != "-":
             print(f"wrote {args.json}", file=log)
     if args.plot:
-        ev_mod.write_plot(args.plot, ev)
+        write_plot(args.plot, ev)
         print(f"wrote {args.plot}", file=log)
     return 0
 
@@ -298,7 +299,7 @@ def run_replay(args: argparse.Namespace) -> int:
     cmp = None
     if offline is not None:
         inputs, ff = offline
-        from robot_dynamics.bag.evaluate import compare_feedforward
+        from robot_dynamics.bag.report import compare_feedforward
 
         # the node publishes the topic's joint names (the bag's, with a joint map)
         recorded = decode_joint_states(result.recordings["/feedforward/efforts"], inputs.names)

@@ -150,6 +150,14 @@ def run(
     from robot_dynamics.bag import evaluate as ev_mod
     from robot_dynamics.bag.decode import decode_joint_states
     from robot_dynamics.bag.reader import FLOAT64_MULTIARRAY, JOINT_STATE, BagError, bag_summary
+    from robot_dynamics.bag.report import (
+        compare_feedforward,
+        format_table,
+        write_csv,
+        write_json,
+        write_output_bag,
+        write_plot,
+    )
 
     started = time.monotonic()
     bag_path = bag if bag is not None else DEFAULT_BAG
@@ -182,9 +190,9 @@ def run(
         f"  {ev.count} joint states over {ev.t[-1]:.2f} s (~{rate_hz:.0f} Hz, jittered stamps), "
         f"{len(inputs.trajectories)} desired trajectory; ROS_DOMAIN_ID={domain_id}, localhost discovery"
     )
-    ev_mod.write_output_bag(out / "evaluation_bag", ev, inputs, overwrite=True)
-    ev_mod.write_csv(out / "evaluation.csv", ev)
-    ev_mod.write_json(out / "evaluation.json", ev)
+    write_output_bag(out / "evaluation_bag", ev, inputs, overwrite=True)
+    write_csv(out / "evaluation.csv", ev)
+    write_json(out / "evaluation.json", ev)
 
     # 2.-3. live nodes and replay -----------------------------------------------------------------
     from robot_dynamics.ros.replay import replay
@@ -216,13 +224,13 @@ def run(
     recorded = decode_joint_states(result.recordings["/feedforward/efforts"], inputs.names)
     recorded = replace(recorded, names=inputs.series.names)
     assert ev.feedforward is not None
-    cmp = ev_mod.compare_feedforward(inputs.series, ev.feedforward, recorded)
+    cmp = compare_feedforward(inputs.series, ev.feedforward, recorded)
     commands = result.recordings["/feedforward/commands"]
     node_effort = np.full_like(ev.model, np.nan)
     order = np.searchsorted(ev.stamps, recorded.stamps).clip(0, ev.count - 1)
     hit = ev.stamps[order] == recorded.stamps
     node_effort[order[hit]] = recorded.effort[hit] if recorded.effort is not None else np.nan
-    ev_mod.write_plot(out / "evaluation.png", ev, extra={"feed-forward node (replayed)": node_effort})
+    write_plot(out / "evaluation.png", ev, extra={"feed-forward node (replayed)": node_effort})
 
     _say()
     _say("Offline evaluation: inverse dynamics at the measured motion vs measured efforts")
@@ -231,7 +239,7 @@ def run(
         f"(qdd: Savitzky-Golay d/dt of the measured velocity, {ev.filter.window} samples, cubic; "
         "friction at the measured velocity; errors = model - measured, N·m)"
     )
-    _say(ev_mod.format_table(ev))
+    _say(format_table(ev))
     _say()
     _say(
         f"Live replay through feedforward_node ({rate:g}x, /clock, use_sim_time): "
