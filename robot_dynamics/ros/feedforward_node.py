@@ -49,7 +49,7 @@ from robot_dynamics.ros.messages import (
 from robot_dynamics.ros.messages import JointStateMatcher as _Matcher
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
-from robot_dynamics.ros.robot_node import RobotNode
+from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_choice
 from robot_dynamics.trajectory import JointTrajectorySampler
 
 
@@ -59,15 +59,15 @@ class FeedforwardNode(RobotNode):
         self.friction = True
         self.smooth = True
         self.use_measured_velocity = False
-        self.declare_dynamic("friction", True, "add friction compensation", _check_bool, self._set_friction)
+        self.declare_dynamic("friction", True, "add friction compensation", check_bool, self._set_friction)
         self.declare_dynamic(
-            "smooth_friction", True, "chatter-free (smooth) friction model", _check_bool, self._set_smooth
+            "smooth_friction", True, "chatter-free (smooth) friction model", check_bool, self._set_smooth
         )
         self.declare_dynamic(
             "friction_velocity",
             "desired",
             "velocity for friction compensation while tracking: desired | measured",
-            _check_choice(FRICTION_VELOCITY_CHOICES),
+            check_choice(FRICTION_VELOCITY_CHOICES),
             self._set_friction_velocity,
         )
         self.declare("joint_states_qos", "reliable", "QoS of joint_states: reliable | sensor_data", read_only=True)
@@ -245,17 +245,6 @@ def _warm_law(model: RobotModel) -> None:
         law.holding(z, z, friction, False)
         law.tracking(z, z, z, friction, True)
         law.tracking(z, z, z, friction, False, z)
-
-
-def _check_bool(value: Any) -> str | None:
-    return None if isinstance(value, bool) else f"expected a bool, got {value!r}"
-
-
-def _check_choice(choices: tuple[str, ...]) -> Any:
-    def check(value: Any) -> str | None:
-        return None if value in choices else f"expected one of {list(choices)}, got {value!r}"
-
-    return check
 
 
 def main(args: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ from std_msgs.msg import String
 from robot_dynamics.dynamics import prepare
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import RobotModel
+from robot_dynamics.models import DEFAULT_ROBOT, load_robot
 from robot_dynamics.ros.messages import ROBOT_DESCRIPTION_QOS, ComputeStats, StartupError, ThrottledWarnings, one_line
 from robot_dynamics.user_input import parse_joint_map, parse_locked_joints, renamed_model
 
@@ -54,8 +55,6 @@ def load_robot_model(
     name: model name}``) renames the model's joints to the topics' names. Python warnings of the
     loader (e.g. ``ModelWarning``) go to ``warn`` (one line each).
     """
-    from robot_dynamics.models import DEFAULT_ROBOT, load_robot  # the models area; imported when needed
-
     if description.strip():
         what, source = "the robot_description URDF", description
     else:
@@ -89,6 +88,20 @@ def load_robot_model(
 
 
 ParameterCheck = Callable[[Any], "str | None"]
+
+
+def check_bool(value: Any) -> str | None:
+    """A :data:`ParameterCheck` for bool parameters."""
+    return None if isinstance(value, bool) else f"expected a bool, got {value!r}"
+
+
+def check_choice(choices: tuple[str, ...]) -> ParameterCheck:
+    """A :data:`ParameterCheck` for a string parameter with a fixed set of values."""
+
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"expected one of {list(choices)}, got {value!r}"
+
+    return check
 
 
 class RobotNode(Node):
