@@ -349,3 +349,23 @@ def test_layout_grouping_is_bounded_and_complete():
         for i, k in enumerate(block.rows.tolist()):
             assert block.names == tuple(msgs[k].name) and block.stamps[i] == T0 + k
             assert np.array_equal(block.fields["position"][i], msgs[k].position)
+
+
+def test_the_bag_package_exports_every_name_lazily():
+    """Every name of ``robot_dynamics.bag.__all__`` is its reader/decode/writer object, loaded on
+    first use: importing the differentiation alone does not load rosbags."""
+    import subprocess
+    import sys
+
+    import robot_dynamics.bag as bag
+    from robot_dynamics.bag import decode, reader, writer
+
+    homes = {name: module for module in (reader, decode, writer) for name in vars(module)}
+    for name in bag.__all__:
+        assert getattr(bag, name) is getattr(homes[name], name), name
+    assert set(bag.__all__) <= set(dir(bag))
+    with pytest.raises(AttributeError, match="has no attribute 'io'"):
+        _ = bag.io
+    code = "import sys, robot_dynamics.bag.differentiate; print('rosbags' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
