@@ -71,7 +71,8 @@ class FeedforwardLaw:
 
     def _empty(self, q: FloatArray) -> FloatArray | None:
         """The result of an empty batch ``(0, n)`` (the engine needs at least one state)."""
-        return np.zeros((0, self.model.dof)) if np.ndim(q) == 2 and len(q) == 0 else None
+        shape = q.shape if type(q) is np.ndarray else np.shape(q)
+        return np.zeros((0, self.model.dof)) if len(shape) == 2 and shape[0] == 0 else None
 
     def _friction(
         self, velocity: FloatArray, tau_joint: FloatArray, q: FloatArray, qd: FloatArray, qdd: FloatArray, smooth: bool
@@ -79,7 +80,7 @@ class FeedforwardLaw:
         force = moment = None
         if self.needs_reactions:
             _, force, moment = rnea_with_reactions(self.model, q, qd, qdd)
-        return np.asarray(friction_total(self.model, velocity, tau_joint, force, moment, smooth=smooth))
+        return friction_total(self.model, velocity, tau_joint, force, moment, smooth=smooth)
 
     def torque(
         self,
