@@ -28,9 +28,19 @@ from pathlib import Path
 import numpy as np
 
 from robot_dynamics import inverse_dynamics, load_robot
-from robot_dynamics.bag import _cdr, io
+from robot_dynamics.bag import (
+    FLOAT64_MULTIARRAY,
+    JOINT_STATE,
+    BagWriter,
+    RawTopic,
+    _cdr,
+    decode_joint_states,
+    read_topics,
+    typestore,
+)
 from robot_dynamics.bag import evaluate as ev_mod
 from robot_dynamics.bag.differentiate import SavitzkyGolay, savgol
+from robot_dynamics.bag.report import write_csv, write_json, write_output_bag, write_plot
 
 T0 = 1_700_000_000_000_000_000
 
@@ -54,27 +64,27 @@ def make_bag(path: Path, count: int, storage: str) -> None:
     qd = 0.5 * w * np.cos(w * t[:, None])
     qdd = -0.5 * w**2 * np.sin(w * t[:, None])
     tau = inverse_dynamics(model, q, qd, qdd, friction=True, smooth=True)
-    with io.BagWriter(path, storage=storage) as writer:
+    with BagWriter(path, storage=storage) as writer:
         writer.write_joint_states("joint_states", T0 + ns + 300_000, model.joint_names, q, qd, tau, stamps=T0 + ns)
 
 
-def rosbags_decode(raw: io.RawTopic) -> np.ndarray:
-    store = io.typestore()
-    return np.array([store.deserialize_cdr(r, io.JOINT_STATE).effort for r in raw.data])
+def rosbags_decode(raw: RawTopic) -> np.ndarray:
+    store = typestore()
+    return np.array([store.deserialize_cdr(r, JOINT_STATE).effort for r in raw.data])
 
 
-def garbage_padding(raw: io.RawTopic, seed: int = 1) -> io.RawTopic:
+def garbage_padding(raw: RawTopic, seed: int = 1) -> RawTopic:
     """The same messages with random non-zero bytes in every alignment gap (lengths unchanged)."""
     layout = _cdr.parse_joint_state_layout(raw.data[0]).layout
     gaps = [p for p in layout.padding if 4 <= p < layout.size]
     matrix = _cdr.stack(raw.data, layout.size).copy()
     matrix[:, gaps] = np.random.default_rng(seed).integers(1, 256, size=(len(raw), len(gaps)), dtype=np.uint8)
-    return io.RawTopic(raw.topic, raw.msgtype, raw.timestamps, [row.tobytes() for row in matrix])
+    return RawTopic(raw.topic, raw.msgtype, raw.timestamps, [row.tobytes() for row in matrix])
 
 
 def rosbags_encode(ev: ev_mod.Evaluation) -> int:
     """The output bag's messages with rosbags' serializer (same content as BagWriter's)."""
-    store = io.typestore()
+    store = typestore()
     types = store.types
     names = list(ev.joint_names)
     size = 0
@@ -88,15 +98,13 @@ def rosbags_encode(ev: ev_mod.Evaluation) -> int:
             ev.model_no_friction[k],
             ev.feedforward.effort[k] if ev.feedforward else ev.model[k],
         ):
-            msg = types[io.JOINT_STATE](header=header, name=names, position=ev.q[k], velocity=ev.qd[k], effort=effort)
-            size += len(store.serialize_cdr(msg, io.JOINT_STATE))
+            msg = types[JOINT_STATE](header=header, name=names, position=ev.q[k], velocity=ev.qd[k], effort=effort)
+            size += len(store.serialize_cdr(msg, JOINT_STATE))
         layout = types["std_msgs/msg/MultiArrayLayout"](
             dim=[types["std_msgs/msg/MultiArrayDimension"](label="joints", size=6, stride=6)], data_offset=0
         )
         for data in (ev.qdd[k],):
-            size += len(
-                store.serialize_cdr(types[io.FLOAT64_MULTIARRAY](layout=layout, data=data), io.FLOAT64_MULTIARRAY)
-            )
+            size += len(store.serialize_cdr(types[FLOAT64_MULTIARRAY](layout=layout, data=data), FLOAT64_MULTIARRAY))
     return size
 
 
@@ -120,21 +128,21 @@ def run(
     make_bag(bag, count, storage)
     rows: list[tuple[str, float, float | None]] = []
 
-    raw_holder: dict[str, io.RawTopic] = {}
+    raw_holder: dict[str, RawTopic] = {}
 
     def read() -> None:
-        raw_holder.update(io.read_topics(bag, ["joint_states"]))
+        raw_holder.update(read_topics(bag, ["joint_states"]))
 
     rows.append(("read (rosbags reader)", best(read, repeat), None))
     raw = raw_holder["/joint_states"]
-    ours = best(lambda: io.decode_joint_states(raw, model.joint_names), repeat)
+    ours = best(lambda: decode_joint_states(raw, model.joint_names), repeat)
     theirs = best(lambda: rosbags_decode(raw), 1)
     rows.append(("decode JointState (ours | rosbags)", ours, theirs))
     garbage = garbage_padding(raw)
-    ours = best(lambda: io.decode_joint_states(garbage, model.joint_names), repeat)
+    ours = best(lambda: decode_joint_states(garbage, model.joint_names), repeat)
     theirs = best(lambda: rosbags_decode(garbage), 1)
     rows.append(("decode, garbage in padding (ours | rosbags)", ours, theirs))
-    series = io.decode_joint_states(raw, model.joint_names)
+    series = decode_joint_states(raw, model.joint_names)
     if decode_only:
         return rows
     t = (series.stamps - series.stamps[0]) * 1e-9
@@ -167,7 +175,7 @@ def run(
     rows.append(
         (
             "write output bag",
-            best(lambda: ev_mod.write_output_bag(workdir / "out", ev, inputs, storage=storage, overwrite=True), repeat),
+            best(lambda: write_output_bag(workdir / "out", ev, inputs, storage=storage, overwrite=True), repeat),
             None,
         )
     )
@@ -175,19 +183,19 @@ def run(
     def end_to_end() -> None:
         inp = ev_mod.read_inputs(bag, model)
         e = ev_mod.evaluate(model, inp.series, inp.trajectories)
-        ev_mod.write_output_bag(workdir / "out", e, inp, storage=storage, overwrite=True)
-        ev_mod.write_csv(workdir / "s.csv", e)
-        ev_mod.write_json(workdir / "s.json", e)
+        write_output_bag(workdir / "out", e, inp, storage=storage, overwrite=True)
+        write_csv(workdir / "s.csv", e)
+        write_json(workdir / "s.json", e)
 
     def summary_only() -> None:
         inp = ev_mod.read_inputs(bag, model)
         e = ev_mod.evaluate(model, inp.series, inp.trajectories)
-        ev_mod.write_csv(workdir / "s.csv", e)
-        ev_mod.write_json(workdir / "s.json", e)
+        write_csv(workdir / "s.csv", e)
+        write_json(workdir / "s.json", e)
 
     rows.append(("END TO END evaluate --csv --json", best(summary_only, repeat), None))
     rows.append(("END TO END evaluate --out --csv --json", best(end_to_end, repeat), None))
-    rows.append(("plot (PNG, 100k points per curve)", best(lambda: ev_mod.write_plot(workdir / "p.png", ev), 1), None))
+    rows.append(("plot (PNG, 100k points per curve)", best(lambda: write_plot(workdir / "p.png", ev), 1), None))
     return rows
 
 

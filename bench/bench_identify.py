@@ -165,7 +165,8 @@ import sys, tempfile, time
 from pathlib import Path
 import numpy as np
 import robot_dynamics as rd
-from robot_dynamics.bag import evaluate as ev_mod, io
+from robot_dynamics.bag import evaluate as ev_mod
+from robot_dynamics.bag import BagWriter
 
 messages = int(sys.argv[1])
 puma = rd.load_robot("puma560")
@@ -177,7 +178,7 @@ tau = rd.inverse_dynamics(puma, q, qd, -0.5 * w**2 * np.sin(w * t[:, None]), smo
 stamps = 1_700_000_000_000_000_000 + np.round(t * 1e9).astype(np.int64)
 with tempfile.TemporaryDirectory() as tmp:
     path = Path(tmp) / "eval"
-    with io.BagWriter(path) as writer:
+    with BagWriter(path) as writer:
         writer.write_joint_states("joint_states", stamps + 300_000, puma.joint_names, q, qd, tau, stamps=stamps)
     best = float("inf")
     for _ in range(3):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from robot_dynamics import load_robot
-from robot_dynamics.io import ModelWarning, loads_urdf, model_to_urdf
+from robot_dynamics.models import ModelWarning, loads_urdf, model_to_urdf
 
 ROBOTS = Path(
     str(

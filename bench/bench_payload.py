@@ -56,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     from sensor_msgs.msg import JointState
 
     from robot_dynamics.dynamics import prepare
-    from robot_dynamics.ros.common import DATA_QOS, ns_to_stamp, stamp_to_ns, stop_executors
     from robot_dynamics.ros.feedforward_node import FeedforwardNode
+    from robot_dynamics.ros.messages import DATA_QOS, ns_to_stamp, stamp_to_ns
+    from robot_dynamics.ros.process import stop_executors
     from robot_dynamics_interfaces.srv import SetPayload
 
     rclpy.init(args=[])

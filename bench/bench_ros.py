@@ -139,7 +139,7 @@ def stream(
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from robot_dynamics.ros.common import ns_to_stamp, stamp_to_ns
+    from robot_dynamics.ros.messages import ns_to_stamp, stamp_to_ns
 
     # deep queues on the benchmark's side: drops counted are the nodes' (their depth-10 readers)
     deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)

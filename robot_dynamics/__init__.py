@@ -32,7 +32,7 @@ from .friction import (
     needs_reactions,
     thesis_breakdown,
 )
-from .io.robots import DEFAULT_ROBOT, bundled_robots, load_robot
+from .models.robots import DEFAULT_ROBOT, bundled_robots, load_robot
 from .trajectory import JointTrajectorySampler, TrajectorySample
 
 __version__ = "0.1.0"

@@ -35,8 +35,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import ModelError
-from .io.validation import inertia_problem
 from .model import FloatArray, Inertial, RobotModel
+from .models.validation import inertia_problem
 
 _UNLOADED: weakref.WeakKeyDictionary[RobotModel, tuple[RobotModel, Payload]] = weakref.WeakKeyDictionary()
 

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.io.validation import suggest
 from robot_dynamics.model import RobotModel
+from robot_dynamics.models.validation import suggest
 
 _OPERATORS: dict[type, Any] = {
     ast.Add: operator.add,

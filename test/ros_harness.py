@@ -17,7 +17,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
-from robot_dynamics.ros.common import stop_executors
+from robot_dynamics.ros.process import stop_executors
 
 TIMEOUT = 30.0
 

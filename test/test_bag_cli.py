@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robot_dynamics.bag import io
+from robot_dynamics.bag import BagWriter, bag_summary, read_joint_states
 from robot_dynamics.cli import main
 from robot_dynamics.cli.bag import parse_record
 
@@ -39,7 +39,7 @@ def test_evaluate_writes_every_output(tmp_path, capsys):
     assert status == 0
     text = capsys.readouterr().out
     assert "801 joint states" in text and "joint1" in text and "without friction" in text
-    assert io.bag_summary(out / "bag").storage == "sqlite3"
+    assert bag_summary(out / "bag").storage == "sqlite3"
     assert (out / "p.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((out / "s.json").read_text())["messages"] == 801
     assert len(list(csv.DictReader((out / "s.csv").open()))) == 6
@@ -60,7 +60,7 @@ def test_csv_to_stdout_keeps_the_table_on_stderr(capsys):
 @pytest.fixture(scope="module")
 def odd_bag(tmp_path_factory):
     path = tmp_path_factory.mktemp("odd") / "bag"
-    with io.BagWriter(path) as w:
+    with BagWriter(path) as w:
         w.write_joint_states("joint_states", T0 + np.arange(30), [f"j{i}" for i in range(6)], np.zeros((30, 6)))
         w.write_float64_multiarray("commands", [T0], [[1.0]])
     return path
@@ -111,7 +111,7 @@ def test_joint_map_renames_bag_joints_to_model_joints(tmp_path, capsys):
     assert main(["make-sample-bag", str(renamed), *common, *joint_map_args, "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert {t["topic"] for t in summary["topics"]} == {"/joint_states", "/joint_trajectory"}
-    names = io.read_joint_states(renamed).names
+    names = read_joint_states(renamed).names
     assert names == tuple(f"arm_{i}" for i in range(1, 7))
 
     assert main(["evaluate", str(plain), "--json", "-"]) == 0
@@ -125,7 +125,7 @@ def test_joint_map_renames_bag_joints_to_model_joints(tmp_path, capsys):
     assert "joint_map" not in expected["settings"]
     # the output bag speaks the bag's names, as the feed-forward node publishes them
     for topic in ("/robot_dynamics/model_efforts", "/robot_dynamics/feedforward_efforts"):
-        assert io.read_joint_states(out_bag, topic).names == names
+        assert read_joint_states(out_bag, topic).names == names
 
     # without the map the names do not match; a map to a joint the model lacks is refused up front
     assert main(["evaluate", str(renamed)]) == 2

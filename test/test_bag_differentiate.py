@@ -7,8 +7,8 @@ import pytest
 from scipy.signal import savgol_filter
 
 from robot_dynamics import load_robot
+from robot_dynamics.bag import BagError, JointStateSeries
 from robot_dynamics.bag import evaluate as ev_mod
-from robot_dynamics.bag import io
 from robot_dynamics.bag.differentiate import MAX_WINDOW, SavitzkyGolay, joint_accelerations, min_window, savgol
 from robot_dynamics.errors import StateError
 
@@ -141,20 +141,20 @@ def test_degenerate_times_still_give_a_valid_window():
         SavitzkyGolay.for_times([0.0], 0.1, 3)
 
 
-def series_at(rate: float, count: int, topic: str = "/joint_states") -> io.JointStateSeries:
+def series_at(rate: float, count: int, topic: str = "/joint_states") -> JointStateSeries:
     ns = (np.arange(count) * 1e9 / rate).astype(np.int64)
     q = np.sin(np.linspace(0.0, 1.0, count))[:, None] * np.ones((1, 6))
-    return io.JointStateSeries(topic, tuple(MODEL.joint_names), ns + 1000, ns, q, np.cos(q), None)
+    return JointStateSeries(topic, tuple(MODEL.joint_names), ns + 1000, ns, q, np.cos(q), None)
 
 
 def test_too_few_messages_is_a_bag_error_naming_topic_and_counts():
     for count in (1, 2, 4):
         with pytest.raises(
-            io.BagError, match=rf"/arm/joint_states: {count} messages, too few to differentiate: .* at least 5 samples"
+            BagError, match=rf"/arm/joint_states: {count} messages, too few to differentiate: .* at least 5 samples"
         ):
             ev_mod.evaluate(MODEL, series_at(30.0, count, "/arm/joint_states"))
     with pytest.raises(
-        io.BagError,
+        BagError,
         match=r"/joint_states: 12 messages, fewer than the 31-sample differentiation window \(1 s at the median "
         r"sample period 33\.3 ms\); choose a window of at most 0\.367 s",
     ):

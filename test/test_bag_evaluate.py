@@ -12,10 +12,21 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
 from robot_dynamics import inverse_dynamics, load_robot
+from robot_dynamics.bag import BagError, BagWriter, JointStateSeries
 from robot_dynamics.bag import evaluate as ev_mod
-from robot_dynamics.bag import io
+from robot_dynamics.bag.report import (
+    OUT_ACCELERATION,
+    OUT_EFFORTS,
+    OUT_EFFORTS_NO_FRICTION,
+    OUT_FEEDFORWARD,
+    format_table,
+    write_csv,
+    write_json,
+    write_output_bag,
+    write_plot,
+)
 from robot_dynamics.bag.sample import EFFORT_NOISE
-from robot_dynamics.trajectory import JointTrajectorySampler
+from robot_dynamics.feedforward import FeedforwardLaw, TrajectorySchedule
 
 MODEL = load_robot("puma560")
 NAMES = MODEL.joint_names
@@ -41,7 +52,7 @@ def make_bag(path: Path, *, n: int = 300, with_trajectory: bool = False, names=N
     q, qd, qdd = cubic_motion(t)
     tau = inverse_dynamics(MODEL, q, qd, qdd, friction=True, smooth=True)
     stamps = T0 + ns
-    with io.BagWriter(path) as w:
+    with BagWriter(path) as w:
         w.write_joint_states(
             "joint_states", stamps + 300_000, names, q, qd, tau, stamps=stamps if stamped else np.zeros(n, np.int64)
         )
@@ -83,39 +94,13 @@ def test_sample_bag_recovers_the_simulated_efforts():
     assert stamps_dt.min() < 0.0045 and stamps_dt.max() > 0.0055  # non-uniform stamps in the sample
 
 
-class NodeEmulation:
-    """The feed-forward node's callback logic, one message at a time (independent reference)."""
-
-    def __init__(self, friction_velocity: str) -> None:
-        from robot_dynamics.ros.feedforward_node import FeedforwardLaw
-
-        self.law = FeedforwardLaw(MODEL)
-        self.measured = friction_velocity == "measured"
-        self.pending: tuple[JointTrajectorySampler, int] | None = None
-        self.active: tuple[JointTrajectorySampler, int] | None = None
-
-    def trajectory(self, tr: io.TrajectoryMessage) -> None:
-        self.pending = (tr.sampler(NAMES), tr.stamp or tr.timestamp)
-
-    def joint_state(self, stamp: int, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-        if self.pending is not None and stamp >= self.pending[1]:
-            self.active = (self.pending[0].with_start_state(q, qd), self.pending[1])
-            self.pending = None
-        if self.active is not None:
-            t = (stamp - self.active[1]) * 1e-9
-            if t > self.active[0].end_time:
-                self.active = None
-            else:
-                d = self.active[0].sample(t)
-                return self.law.tracking(
-                    d.positions, d.velocities, d.accelerations, True, True, qd if self.measured else None
-                )
-        return self.law.holding(q, qd, True, True)
-
-
 @pytest.mark.parametrize("friction_velocity", ["desired", "measured"])
-def test_feedforward_equals_the_node_law_message_by_message(tmp_path, friction_velocity):
-    """Trajectories that start later, replace a pending one, start on receipt, start after t = 0."""
+def test_feedforward_follows_the_activation_rules(tmp_path, friction_velocity):
+    """Trajectories that start later, replace a pending one, start on receipt, start after t = 0.
+
+    The rows that track are the ones the rules give (checked by index); the torques and desired
+    states equal the node's own one-message-at-a-time form (TrajectorySchedule + FeedforwardLaw).
+    """
     n = 200
     t = np.arange(n) * 0.005
     q, qd, _ = cubic_motion(t)
@@ -125,7 +110,7 @@ def test_feedforward_equals_the_node_law_message_by_message(tmp_path, friction_v
     tk = np.linspace(0.0, 0.2, 9)
     qk, qdk, qddk = cubic_motion(tk + 0.1)
     path = tmp_path / "bag"
-    with io.BagWriter(path) as w:
+    with BagWriter(path) as w:
         w.write_joint_states("joint_states", received, NAMES, q, qd, None, stamps=stamps)
         # 1: starts at sample 20, replaced while pending by 2 (received at sample 10)
         w.write_joint_trajectory("joint_trajectory", int(received[5]), NAMES, tk, qk, qdk, qddk, stamp=int(stamps[20]))
@@ -143,15 +128,24 @@ def test_feedforward_equals_the_node_law_message_by_message(tmp_path, friction_v
         w.write_joint_trajectory("joint_trajectory", int(received[120]) - 1, NAMES, tk, qk)
     inputs = ev_mod.read_inputs(path, MODEL)
     ff = ev_mod.feedforward_torques(MODEL, inputs.series, inputs.trajectories, friction_velocity=friction_velocity)
-    node = NodeEmulation(friction_velocity)
+    law, schedule = FeedforwardLaw(MODEL), TrajectorySchedule()
+    measured = friction_velocity == "measured"
     trajs = iter(inputs.trajectories)
     upcoming = next(trajs, None)
     expected = np.empty((n, MODEL.dof))
     for k in range(n):
         while upcoming is not None and upcoming.timestamp < received[k]:
-            node.trajectory(upcoming)
+            schedule.submit(upcoming.sampler(NAMES), upcoming.stamp, upcoming.timestamp)
             upcoming = next(trajs, None)
-        expected[k] = node.joint_state(int(stamps[k]), q[k], qd[k])
+        d, _ = schedule.step(int(stamps[k]), q[k], qd[k])
+        if d is None:
+            expected[k] = law.holding(q[k], qd[k], True, True)
+        else:
+            expected[k] = law.tracking(
+                d.positions, d.velocities, d.accelerations, True, True, qd[k] if measured else None
+            )
+            np.testing.assert_allclose(ff.position[k], d.positions, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(ff.velocity[k], d.velocities, rtol=0, atol=1e-12)
     assert np.max(np.abs(ff.effort - expected)) < 1e-9
     tracking = np.flatnonzero(ff.tracking)
     assert tracking[0] == 30 and 80 in tracking and 81 not in tracking  # 2 runs 0..0.25 s from its start
@@ -163,7 +157,7 @@ def test_output_bag_csv_json_and_plot(tmp_path):
     make_bag(tmp_path / "in", n=120)
     inputs = ev_mod.read_inputs(tmp_path / "in", MODEL)
     ev = ev_mod.evaluate(MODEL, inputs.series, inputs.trajectories, bag=str(tmp_path / "in"))
-    out = ev_mod.write_output_bag(tmp_path / "out", ev, inputs, storage="sqlite3")
+    out = write_output_bag(tmp_path / "out", ev, inputs, storage="sqlite3")
     store = get_typestore(Stores.ROS2_JAZZY)
     counts: dict[str, int] = {}
     with Reader(out) as reader:
@@ -172,37 +166,37 @@ def test_output_bag_csv_json_and_plot(tmp_path):
             counts[conn.topic] = k + 1
             assert timestamp == inputs.series.timestamps[k]  # same receive times
             msg = store.deserialize_cdr(raw, conn.msgtype)
-            if conn.topic == ev_mod.OUT_EFFORTS:
+            if conn.topic == OUT_EFFORTS:
                 assert msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec == inputs.series.stamps[k]
                 assert np.array_equal(msg.effort, ev.model[k]) and msg.name == NAMES
-            elif conn.topic == ev_mod.OUT_ACCELERATION:
+            elif conn.topic == OUT_ACCELERATION:
                 assert np.array_equal(msg.data, ev.qdd[k])
     assert counts == dict.fromkeys(
         [
             "/joint_states",
-            ev_mod.OUT_EFFORTS,
-            ev_mod.OUT_EFFORTS_NO_FRICTION,
-            ev_mod.OUT_ACCELERATION,
-            ev_mod.OUT_FEEDFORWARD,
+            OUT_EFFORTS,
+            OUT_EFFORTS_NO_FRICTION,
+            OUT_ACCELERATION,
+            OUT_FEEDFORWARD,
         ],
         120,
     )
-    rows = list(csv.DictReader(ev_mod.write_csv(tmp_path / "s.csv", ev).open()))
+    rows = list(csv.DictReader(write_csv(tmp_path / "s.csv", ev).open()))
     assert [r["joint"] for r in rows] == NAMES
     assert float(rows[1]["rms_error_no_friction"]) == pytest.approx(ev.errors()["no_friction"].rms[1], rel=1e-8)
-    summary = json.loads(ev_mod.write_json(tmp_path / "s.json", ev).read_text())
+    summary = json.loads(write_json(tmp_path / "s.json", ev).read_text())
     assert summary["messages"] == 120 and summary["acceleration"]["source"] == "velocity"
     assert set(summary["joints"][0]) >= {"rms_error_friction", "max_error_no_friction", "rms_measured"}
-    assert ev_mod.write_plot(tmp_path / "p.png", ev).read_bytes()[:4] == b"\x89PNG"
-    assert "RMS err" in ev_mod.format_table(ev)
+    assert write_plot(tmp_path / "p.png", ev).read_bytes()[:4] == b"\x89PNG"
+    assert "RMS err" in format_table(ev)
 
 
 def test_errors_name_the_problem(tmp_path):
     make_bag(tmp_path / "names", n=40, names=[f"j{i}" for i in range(6)])
-    with pytest.raises(io.BagError, match=r"joint names do not match: missing \['joint1'.*robot 'puma560'"):
+    with pytest.raises(BagError, match=r"joint names do not match: missing \['joint1'.*robot 'puma560'"):
         ev_mod.read_inputs(tmp_path / "names", MODEL)
     make_bag(tmp_path / "plain", n=40)
-    with pytest.raises(io.BagError, match="no topic /traj in the bag"):
+    with pytest.raises(BagError, match="no topic /traj in the bag"):
         ev_mod.read_inputs(tmp_path / "plain", MODEL, trajectory="traj", require_trajectory=True)
     inputs = ev_mod.read_inputs(tmp_path / "plain", MODEL)
     with pytest.raises(ev_mod.EvaluationError, match="needs a trajectory topic"):
@@ -212,12 +206,12 @@ def test_errors_name_the_problem(tmp_path):
     with pytest.raises(ev_mod.EvaluationError, match=r"40 messages, fewer than the \d+-sample differentiation window"):
         ev_mod.evaluate(MODEL, inputs.series, window_s=0.5)
     s = inputs.series
-    no_velocity = io.JointStateSeries(s.topic, s.names, s.timestamps, s.stamps, s.position, None, s.effort)
+    no_velocity = JointStateSeries(s.topic, s.names, s.timestamps, s.stamps, s.position, None, s.effort)
     with pytest.raises(ev_mod.EvaluationError, match="carry no velocity"):
         ev_mod.evaluate(MODEL, no_velocity)
     stamps = s.stamps.copy()
     stamps[7] = stamps[6]
-    repeated = io.JointStateSeries(s.topic, s.names, s.timestamps, stamps, s.position, s.velocity, s.effort)
+    repeated = JointStateSeries(s.topic, s.names, s.timestamps, stamps, s.position, s.velocity, s.effort)
     with pytest.raises(ev_mod.EvaluationError, match="header stamps do not increase at message 7"):
         ev_mod.evaluate(MODEL, repeated)
     make_bag(tmp_path / "unstamped", n=40, stamped=False)

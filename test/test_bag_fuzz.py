@@ -21,7 +21,19 @@ import numpy as np
 import pytest
 from rosbags.typesys import Stores, get_typestore
 
-from robot_dynamics.bag import _cdr, io
+from robot_dynamics.bag import (
+    FLOAT64_MULTIARRAY,
+    JOINT_STATE,
+    JOINT_TRAJECTORY,
+    BagError,
+    JointStateBlock,
+    RawTopic,
+    _cdr,
+    decode_float64_multiarray,
+    decode_joint_state_blocks,
+    decode_joint_states,
+    decode_joint_trajectories,
+)
 
 STORE = get_typestore(Stores.ROS2_KILTED)
 T = STORE.types
@@ -154,7 +166,7 @@ def joint_state(rng: np.random.Generator, layout: dict[str, Any]) -> Any:
         stamp=T["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec), frame_id=layout["frame_id"]
     )
     arrays = {f: random_floats(rng, n) for f, n in layout["counts"].items()}
-    return T[io.JOINT_STATE](header=header, name=list(layout["names"]), **arrays)
+    return T[JOINT_STATE](header=header, name=list(layout["names"]), **arrays)
 
 
 def random_joint_state_layout(rng: np.random.Generator) -> dict[str, Any]:
@@ -187,7 +199,7 @@ def expected_joint_state(msg: Any) -> dict[str, Any]:
     }
 
 
-def assert_block_row_equals(block: io.JointStateBlock, i: int, want: dict[str, Any], k: int) -> None:
+def assert_block_row_equals(block: JointStateBlock, i: int, want: dict[str, Any], k: int) -> None:
     assert block.names == want["names"], k
     assert block.frame_id == want["frame_id"], k
     assert int(block.stamps[i]) == want["stamp"], k
@@ -196,26 +208,26 @@ def assert_block_row_equals(block: io.JointStateBlock, i: int, want: dict[str, A
 
 
 @pytest.fixture(scope="module")
-def joint_state_stream() -> tuple[io.RawTopic, list[dict[str, Any]]]:
+def joint_state_stream() -> tuple[RawTopic, list[dict[str, Any]]]:
     rng = np.random.default_rng(SEED)
     raws, wants = [], []
     for layout in mixed_stream(rng, MESSAGES, random_joint_state_layout):
         msg = joint_state(rng, layout)
-        clean, garbage = with_garbage(rng, msg, io.JOINT_STATE, joint_state_padding, layout["big_endian"])
+        clean, garbage = with_garbage(rng, msg, JOINT_STATE, joint_state_padding, layout["big_endian"])
         assert garbage != clean
         want = expected_joint_state(msg)
         # the padding offsets really are padding: rosbags reads the garbage-padded bytes as the message
-        got = expected_joint_state(STORE.deserialize_cdr(garbage, io.JOINT_STATE))
+        got = expected_joint_state(STORE.deserialize_cdr(garbage, JOINT_STATE))
         assert all(np.array_equal(got[key], want[key]) for key in want)
         raws.append(garbage)
         wants.append(want)
     timestamps = np.arange(len(raws), dtype=np.int64) * 1_000_000
-    return io.RawTopic("/joint_states", io.JOINT_STATE, timestamps, raws), wants
+    return RawTopic("/joint_states", JOINT_STATE, timestamps, raws), wants
 
 
 def test_joint_state_stream_equals_rosbags_bit_for_bit(joint_state_stream):
     raw, wants = joint_state_stream
-    blocks = io.decode_joint_state_blocks(raw)
+    blocks = decode_joint_state_blocks(raw)
     seen = np.zeros(len(raw), dtype=int)
     for block in blocks:
         assert block.rows.size > 0
@@ -234,8 +246,8 @@ def test_joint_state_stream_equals_rosbags_bit_for_bit(joint_state_stream):
 def test_joint_states_one_message_at_a_time(joint_state_stream):
     raw, wants = joint_state_stream
     for k in range(0, len(raw), 3):
-        one = io.RawTopic(raw.topic, raw.msgtype, raw.timestamps[k : k + 1], raw.data[k : k + 1])
-        (block,) = io.decode_joint_state_blocks(one)
+        one = RawTopic(raw.topic, raw.msgtype, raw.timestamps[k : k + 1], raw.data[k : k + 1])
+        (block,) = decode_joint_state_blocks(one)
         assert block.rows.tolist() == [0]
         assert_block_row_equals(block, 0, wants[k], k)
 
@@ -254,10 +266,10 @@ def test_topic_api_equals_rosbags_on_garbage_padding():
     raws, msgs = [], []
     for lay in mixed_stream(rng, 3000, layout):
         msg = joint_state(rng, lay)
-        raws.append(with_garbage(rng, msg, io.JOINT_STATE, joint_state_padding, lay["big_endian"])[1])
-        msgs.append(STORE.deserialize_cdr(raws[-1], io.JOINT_STATE))
-    raw = io.RawTopic("/js", io.JOINT_STATE, np.arange(len(raws), dtype=np.int64), raws)
-    series = io.decode_joint_states(raw, target)
+        raws.append(with_garbage(rng, msg, JOINT_STATE, joint_state_padding, lay["big_endian"])[1])
+        msgs.append(STORE.deserialize_cdr(raws[-1], JOINT_STATE))
+    raw = RawTopic("/js", JOINT_STATE, np.arange(len(raws), dtype=np.int64), raws)
+    series = decode_joint_states(raw, target)
     for f in ("position", "velocity", "effort"):
         want = np.full((len(msgs), len(target)), np.nan)
         for k, msg in enumerate(msgs):
@@ -276,7 +288,7 @@ def test_topic_api_equals_rosbags_on_garbage_padding():
 # ------------------------------------------------------------------------------------------------
 def multiarray(rng: np.random.Generator, layout: dict[str, Any]) -> Any:
     dims = [T["std_msgs/msg/MultiArrayDimension"](label=a, size=b, stride=c) for a, b, c in layout["dims"]]
-    return T[io.FLOAT64_MULTIARRAY](
+    return T[FLOAT64_MULTIARRAY](
         layout=T["std_msgs/msg/MultiArrayLayout"](dim=dims, data_offset=layout["offset"]),
         data=random_floats(rng, layout["offset"] + layout["width"]),
     )
@@ -301,22 +313,20 @@ def test_multiarray_equals_rosbags_bit_for_bit():
     for k in range(1500):
         lay = random_multiarray_layout(rng)
         msg = multiarray(rng, lay)
-        clean, garbage = with_garbage(rng, msg, io.FLOAT64_MULTIARRAY, multiarray_padding, lay["big_endian"])
+        clean, garbage = with_garbage(rng, msg, FLOAT64_MULTIARRAY, multiarray_padding, lay["big_endian"])
         assert garbage != clean
-        ref = STORE.deserialize_cdr(garbage, io.FLOAT64_MULTIARRAY)
+        ref = STORE.deserialize_cdr(garbage, FLOAT64_MULTIARRAY)
         assert np.array_equal(bits(ref.data), bits(msg.data))
-        one = io.decode_float64_multiarray(io.RawTopic("/a", io.FLOAT64_MULTIARRAY, np.array([k]), [garbage]))
+        one = decode_float64_multiarray(RawTopic("/a", FLOAT64_MULTIARRAY, np.array([k]), [garbage]))
         assert np.array_equal(bits(one.data[0]), bits(ref.data[ref.layout.data_offset :])), k
         assert one.labels == tuple(d.label for d in ref.layout.dim)
     # a mixed stream of one width (as the evaluation writes and reads it)
     raws, refs = [], []
     for lay in mixed_stream(rng, 3000, lambda r: random_multiarray_layout(r, width=6)):
         msg = multiarray(rng, lay)
-        raws.append(with_garbage(rng, msg, io.FLOAT64_MULTIARRAY, multiarray_padding, lay["big_endian"])[1])
-        refs.append(STORE.deserialize_cdr(raws[-1], io.FLOAT64_MULTIARRAY))
-    series = io.decode_float64_multiarray(
-        io.RawTopic("/a", io.FLOAT64_MULTIARRAY, np.arange(len(raws), dtype=np.int64), raws)
-    )
+        raws.append(with_garbage(rng, msg, FLOAT64_MULTIARRAY, multiarray_padding, lay["big_endian"])[1])
+        refs.append(STORE.deserialize_cdr(raws[-1], FLOAT64_MULTIARRAY))
+    series = decode_float64_multiarray(RawTopic("/a", FLOAT64_MULTIARRAY, np.arange(len(raws), dtype=np.int64), raws))
     want = np.array([r.data[r.layout.data_offset :] for r in refs])
     assert np.array_equal(bits(series.data), bits(want))
     assert series.labels == tuple(d.label for d in refs[0].layout.dim)
@@ -331,25 +341,25 @@ def test_undecodable_message_is_a_bag_error_naming_topic_and_index(joint_state_s
     raw, _ = joint_state_stream
     data = list(raw.data[:50])
     data[17] = data[17][: len(data[17]) // 2]  # truncated
-    broken = io.RawTopic(raw.topic, raw.msgtype, raw.timestamps[:50], data)
-    with pytest.raises(io.BagError, match=r"topic /joint_states, message 17 \(t=17000000 ns\): cannot deserialize"):
-        io.decode_joint_state_blocks(broken)
+    broken = RawTopic(raw.topic, raw.msgtype, raw.timestamps[:50], data)
+    with pytest.raises(BagError, match=r"topic /joint_states, message 17 \(t=17000000 ns\): cannot deserialize"):
+        decode_joint_state_blocks(broken)
     data = list(raw.data[:50])
     data[30] = b"\x07\x01\x00\x00" + data[30][4:]  # not a CDR encapsulation
-    with pytest.raises(io.BagError, match=r"message 30 .*Invalid or unsupported CDR encapsulation"):
-        io.decode_joint_state_blocks(io.RawTopic(raw.topic, raw.msgtype, raw.timestamps[:50], data))
+    with pytest.raises(BagError, match=r"message 30 .*Invalid or unsupported CDR encapsulation"):
+        decode_joint_state_blocks(RawTopic(raw.topic, raw.msgtype, raw.timestamps[:50], data))
     arrays = [
         bytes(
             STORE.serialize_cdr(
                 multiarray(np.random.default_rng(1), random_multiarray_layout(np.random.default_rng(k), width=2)),
-                io.FLOAT64_MULTIARRAY,
+                FLOAT64_MULTIARRAY,
             )
         )
         for k in range(5)
     ]
     arrays[3] = arrays[3][:-9]
-    with pytest.raises(io.BagError, match=r"topic /cmd, message 3 .*cannot deserialize a std_msgs/Float64MultiArray"):
-        io.decode_float64_multiarray(io.RawTopic("/cmd", io.FLOAT64_MULTIARRAY, np.arange(5), arrays))
+    with pytest.raises(BagError, match=r"topic /cmd, message 3 .*cannot deserialize a std_msgs/Float64MultiArray"):
+        decode_float64_multiarray(RawTopic("/cmd", FLOAT64_MULTIARRAY, np.arange(5), arrays))
 
 
 def test_undecodable_trajectory_names_topic_and_index():
@@ -361,9 +371,9 @@ def test_undecodable_trajectory_names_topic_and_index():
         effort=np.zeros(0),
         time_from_start=T["builtin_interfaces/msg/Duration"](sec=0, nanosec=0),
     )
-    msg = T[io.JOINT_TRAJECTORY](header=header, joint_names=["a"], points=[point])
-    raws = [bytes(STORE.serialize_cdr(msg, io.JOINT_TRAJECTORY))] * 2
+    msg = T[JOINT_TRAJECTORY](header=header, joint_names=["a"], points=[point])
+    raws = [bytes(STORE.serialize_cdr(msg, JOINT_TRAJECTORY))] * 2
     raws[1] = raws[1][:-6]
-    topic = io.RawTopic("/traj", io.JOINT_TRAJECTORY, np.array([5, 9]), raws)
-    with pytest.raises(io.BagError, match=r"topic /traj, message 1 \(t=9 ns\): cannot deserialize"):
-        io.decode_joint_trajectories(topic)
+    topic = RawTopic("/traj", JOINT_TRAJECTORY, np.array([5, 9]), raws)
+    with pytest.raises(BagError, match=r"topic /traj, message 1 \(t=9 ns\): cannot deserialize"):
+        decode_joint_trajectories(topic)

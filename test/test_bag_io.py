@@ -9,7 +9,26 @@ import pytest
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from robot_dynamics.bag import _cdr, io
+from robot_dynamics.bag import (
+    FLOAT64_MULTIARRAY,
+    JOINT_STATE,
+    JOINT_TRAJECTORY,
+    STORAGES,
+    TIME_BASE_RECEIVE,
+    TIME_BASE_STAMPS,
+    BagError,
+    BagWriter,
+    JointStateSeries,
+    RawTopic,
+    _cdr,
+    bag_summary,
+    decode_float64_multiarray,
+    decode_joint_state_blocks,
+    decode_joint_states,
+    decode_joint_trajectories,
+    read_joint_states,
+    read_topics,
+)
 
 STORE = get_typestore(Stores.ROS2_KILTED)
 T = STORE.types
@@ -21,10 +40,10 @@ def joint_state_msg(names, pos, vel, eff, stamp_ns=123_456_789_012, frame_id="")
     sec, nsec = divmod(stamp_ns, 1_000_000_000)
     header = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=sec, nanosec=nsec), frame_id=frame_id)
     arr = lambda v: np.asarray(v, dtype=np.float64)  # noqa: E731
-    return T[io.JOINT_STATE](header=header, name=list(names), position=arr(pos), velocity=arr(vel), effort=arr(eff))
+    return T[JOINT_STATE](header=header, name=list(names), position=arr(pos), velocity=arr(vel), effort=arr(eff))
 
 
-def serialize(msg, msgtype=io.JOINT_STATE) -> bytes:
+def serialize(msg, msgtype=JOINT_STATE) -> bytes:
     return bytes(STORE.serialize_cdr(msg, msgtype))
 
 
@@ -63,14 +82,14 @@ def test_multiarray_encoding_matches_rosbags(dims):
     layout = _cdr.float64_multiarray_layout(dims, 0, m)
     matrix = _cdr.encode(layout, rows, None, {"data": data})
     for k in range(rows):
-        msg = T[io.FLOAT64_MULTIARRAY](
+        msg = T[FLOAT64_MULTIARRAY](
             layout=T["std_msgs/msg/MultiArrayLayout"](
                 dim=[T["std_msgs/msg/MultiArrayDimension"](label=a, size=b, stride=c) for a, b, c in dims],
                 data_offset=0,
             ),
             data=data[k],
         )
-        raw = serialize(msg, io.FLOAT64_MULTIARRAY)
+        raw = serialize(msg, FLOAT64_MULTIARRAY)
         assert matrix[k].tobytes() == raw
         assert _cdr.parse_float64_multiarray_layout(raw) == layout
 
@@ -104,8 +123,8 @@ def test_decoder_handles_irregular_streams(tmp_path):
         msg_names = [names[i] for i in order] + extra
         vals = [list(truth[f, k, order]) + [99.0] * len(extra) for f in range(3)]
         messages.append((T0 + k * 5_000_000, serialize(joint_state_msg(msg_names, *vals, T0 + k, frame))))
-    write_bag(tmp_path / "bag", {"/joint_states": (io.JOINT_STATE, messages)})
-    series = io.read_joint_states(tmp_path / "bag", "joint_states", names)
+    write_bag(tmp_path / "bag", {"/joint_states": (JOINT_STATE, messages)})
+    series = read_joint_states(tmp_path / "bag", "joint_states", names)
     assert series.names == tuple(names)
     assert np.array_equal(series.position, truth[0])
     assert series.velocity is not None and series.effort is not None
@@ -114,7 +133,7 @@ def test_decoder_handles_irregular_streams(tmp_path):
     assert np.array_equal(series.stamps, T0 + np.arange(40))
     assert np.array_equal(series.timestamps, T0 + np.arange(40) * 5_000_000)
     # reordered request
-    other = io.read_joint_states(tmp_path / "bag", "/joint_states", ["c", "a"])
+    other = read_joint_states(tmp_path / "bag", "/joint_states", ["c", "a"])
     assert np.array_equal(other.position, truth[0][:, [2, 0]])
 
 
@@ -123,27 +142,27 @@ def test_missing_fields_are_none_or_nan(tmp_path):
         (T0 + k, serialize(joint_state_msg(["a", "b"], [k, -k], [1.0, 2.0] if k % 2 else [], [], T0 + k)))
         for k in range(6)
     ]
-    write_bag(tmp_path / "bag", {"/joint_states": (io.JOINT_STATE, msgs)})
-    s = io.read_joint_states(tmp_path / "bag")
+    write_bag(tmp_path / "bag", {"/joint_states": (JOINT_STATE, msgs)})
+    s = read_joint_states(tmp_path / "bag")
     assert s.effort is None
     assert s.velocity is not None
     assert np.isnan(s.velocity[0]).all() and np.array_equal(s.velocity[1], [1.0, 2.0])
 
 
-@pytest.mark.parametrize("storage", io.STORAGES)
+@pytest.mark.parametrize("storage", STORAGES)
 def test_round_trip_and_standard_typestores(tmp_path, storage):
     n_msgs, names = 50, ["joint1", "joint2", "joint3", "joint4", "joint5", "joint6"]
     ts = T0 + np.arange(n_msgs) * 4_000_000
     stamps = ts - 250_000
     q, qd, tau, cmd = (RNG.normal(size=(n_msgs, 6)) for _ in range(4))
     path = tmp_path / f"bag_{storage}"
-    with io.BagWriter(path, storage=storage) as w:
+    with BagWriter(path, storage=storage) as w:
         w.write_joint_states("joint_states", ts, names, q, qd, tau, stamps=stamps, frame_id="base")
         w.write_float64_multiarray("/cmd", ts + 1, cmd)
         w.write_joint_trajectory(
             "joint_trajectory", int(ts[0]) - 1, names, [0.0, 0.5, 1.25], q[:3], qd[:3], tau[:3], stamp=int(ts[0])
         )
-    summary = io.bag_summary(path)
+    summary = bag_summary(path)
     assert summary.storage == storage
     assert summary.message_count == 2 * n_msgs + 1
     assert {t: s.count for t, s in summary.topics.items()} == {
@@ -163,7 +182,7 @@ def test_round_trip_and_standard_typestores(tmp_path, storage):
                 msg = typestore.deserialize_cdr(raw, conn.msgtype)
                 k = seen[conn.topic]
                 if conn.topic == "/joint_states":
-                    assert conn.msgtype == io.JOINT_STATE and t == ts[k]
+                    assert conn.msgtype == JOINT_STATE and t == ts[k]
                     assert msg.name == names and msg.header.frame_id == "base"
                     assert msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec == stamps[k]
                     assert np.array_equal(msg.position, q[k]) and np.array_equal(msg.velocity, qd[k])
@@ -172,20 +191,20 @@ def test_round_trip_and_standard_typestores(tmp_path, storage):
                     assert np.array_equal(msg.data, cmd[k])
                     assert [(d.label, d.size, d.stride) for d in msg.layout.dim] == [("joints", 6, 6)]
                 else:
-                    assert conn.msgtype == io.JOINT_TRAJECTORY
+                    assert conn.msgtype == JOINT_TRAJECTORY
                     assert [p.time_from_start.nanosec for p in msg.points] == [0, 500_000_000, 250_000_000]
                     assert np.array_equal(msg.points[2].accelerations, tau[2])
                 seen[conn.topic] += 1
         assert seen == {"/joint_states": n_msgs, "/cmd": n_msgs, "/joint_trajectory": 1}
     # and our reader
-    raw = io.read_topics(path)
-    s = io.decode_joint_states(raw["/joint_states"])
+    raw = read_topics(path)
+    s = decode_joint_states(raw["/joint_states"])
     assert s.names == tuple(names) and s.frame_id == "base"
     assert np.array_equal(s.timestamps, ts) and np.array_equal(s.stamps, stamps)
     assert np.array_equal(s.position, q) and np.array_equal(s.effort, tau)
-    arr = io.decode_float64_multiarray(raw["/cmd"])
+    arr = decode_float64_multiarray(raw["/cmd"])
     assert np.array_equal(arr.data, cmd) and arr.labels == ("joints",)
-    (traj,) = io.decode_joint_trajectories(raw["/joint_trajectory"])
+    (traj,) = decode_joint_trajectories(raw["/joint_trajectory"])
     assert traj.stamp == ts[0] and traj.timestamp == ts[0] - 1
     sampler = traj.sampler(names[::-1])
     assert np.array_equal(sampler.positions, q[:3, ::-1]) and sampler.kind == "quintic"
@@ -193,48 +212,48 @@ def test_round_trip_and_standard_typestores(tmp_path, storage):
 
 def test_writer_refuses_to_overwrite_and_cleans_up(tmp_path):
     path = tmp_path / "bag"
-    with io.BagWriter(path) as w:
+    with BagWriter(path) as w:
         w.write_float64_multiarray("x", [T0], [[1.0]])
-    with pytest.raises(io.BagError, match="exists already"):
-        io.BagWriter(path)
-    with io.BagWriter(path, overwrite=True, storage="sqlite3") as w:
+    with pytest.raises(BagError, match="exists already"):
+        BagWriter(path)
+    with BagWriter(path, overwrite=True, storage="sqlite3") as w:
         w.write_float64_multiarray("y", [T0], [[2.0]])
-    assert list(io.bag_summary(path).topics) == ["/y"]
+    assert list(bag_summary(path).topics) == ["/y"]
     other = tmp_path / "notabag"
     other.mkdir()
     (other / "notes.txt").write_text("keep me")
-    with pytest.raises(io.BagError, match="not a rosbag2 directory"):
-        io.BagWriter(other, overwrite=True)
+    with pytest.raises(BagError, match="not a rosbag2 directory"):
+        BagWriter(other, overwrite=True)
     assert (other / "notes.txt").exists()
-    with pytest.raises(io.BagError, match="unknown bag storage 'rosbag1'"):
-        io.BagWriter(tmp_path / "z", storage="rosbag1")
-    with pytest.raises(io.BagError, match="already has type"):
-        w = io.BagWriter(tmp_path / "w")
+    with pytest.raises(BagError, match="unknown bag storage 'rosbag1'"):
+        BagWriter(tmp_path / "z", storage="rosbag1")
+    with pytest.raises(BagError, match="already has type"):
+        w = BagWriter(tmp_path / "w")
         w.write_float64_multiarray("t", [T0], [[1.0]])
         w.write_joint_states("t", [T0], ["a"], [[1.0]])
-    with pytest.raises(io.BagError, match=r"expected shape \(2, 1\)"):
-        io.BagWriter(tmp_path / "v").write_joint_states("t", [T0, T0 + 1], ["a"], [[1.0]])
+    with pytest.raises(BagError, match=r"expected shape \(2, 1\)"):
+        BagWriter(tmp_path / "v").write_joint_states("t", [T0, T0 + 1], ["a"], [[1.0]])
 
 
 def test_read_errors(tmp_path):
-    with pytest.raises(io.BagError, match="does not exist"):
-        io.read_topics(tmp_path / "nothing")
+    with pytest.raises(BagError, match="does not exist"):
+        read_topics(tmp_path / "nothing")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(io.BagError, match="not a readable rosbag2 bag"):
-        io.read_topics(tmp_path / "empty")
+    with pytest.raises(BagError, match="not a readable rosbag2 bag"):
+        read_topics(tmp_path / "empty")
     path = tmp_path / "bag"
-    with io.BagWriter(path) as w:
+    with BagWriter(path) as w:
         w.write_joint_states("joint_states", [T0, T0 + 1], ["a", "b"], [[1.0, 2.0], [3.0, 4.0]])
         w.write_float64_multiarray("cmd", [T0], [[1.0]])
-    with pytest.raises(io.BagError, match=r"no topic /states in the bag \(topics: /cmd \[std_msgs/Float64MultiArray\]"):
-        io.read_joint_states(path, "states")
+    with pytest.raises(BagError, match=r"no topic /states in the bag \(topics: /cmd \[std_msgs/Float64MultiArray\]"):
+        read_joint_states(path, "states")
     with pytest.raises(
-        io.BagError, match="topic /cmd has type std_msgs/Float64MultiArray, expected sensor_msgs/JointState"
+        BagError, match="topic /cmd has type std_msgs/Float64MultiArray, expected sensor_msgs/JointState"
     ):
-        io.read_joint_states(path, "cmd")
-    with pytest.raises(io.BagError, match=r"joint names do not match: missing \['c'\]; the message has \['a', 'b'\]"):
-        io.read_joint_states(path, "joint_states", ["a", "c"])
-    assert "/cmd" not in io.read_topics(path, ["joint_states", "cmd2"], optional=["cmd2"])
+        read_joint_states(path, "cmd")
+    with pytest.raises(BagError, match=r"joint names do not match: missing \['c'\]; the message has \['a', 'b'\]"):
+        read_joint_states(path, "joint_states", ["a", "c"])
+    assert "/cmd" not in read_topics(path, ["joint_states", "cmd2"], optional=["cmd2"])
 
 
 def test_malformed_joint_states(tmp_path):
@@ -244,28 +263,28 @@ def test_malformed_joint_states(tmp_path):
         ("nopos", joint_state_msg(["a", "b"], [], [1.0, 2.0], []), "no positions"),
     ]
     for name, msg, message in bad:
-        write_bag(tmp_path / name, {"/joint_states": (io.JOINT_STATE, [(T0, serialize(msg))])})
-        with pytest.raises(io.BagError, match=message):
-            io.read_joint_states(tmp_path / name)
+        write_bag(tmp_path / name, {"/joint_states": (JOINT_STATE, [(T0, serialize(msg))])})
+        with pytest.raises(BagError, match=message):
+            read_joint_states(tmp_path / name)
 
 
 def test_progress_callback_counts_every_message(tmp_path):
     path = tmp_path / "bag"
-    with io.BagWriter(path) as w:
+    with BagWriter(path) as w:
         w.write_float64_multiarray("cmd", T0 + np.arange(2500), np.zeros((2500, 2)))
     counts: list[int] = []
-    io.read_topics(path, progress=counts.append)
+    read_topics(path, progress=counts.append)
     assert sum(counts) == 2500 and len(counts) == 3
 
 
 # ------------------------------------------------------------------------------------------------
 # header stamps: zero, starting at zero, repeated, going backwards
 # ------------------------------------------------------------------------------------------------
-def stamped_series(stamps, receive=None) -> io.JointStateSeries:
+def stamped_series(stamps, receive=None) -> JointStateSeries:
     stamps = np.asarray(stamps, dtype=np.int64)
     receive = T0 + np.arange(stamps.size) * 33_000_000 if receive is None else np.asarray(receive, dtype=np.int64)
     q = np.zeros((stamps.size, 2))
-    return io.JointStateSeries("/arm/joint_states", ("a", "b"), receive, stamps, q, q, None)
+    return JointStateSeries("/arm/joint_states", ("a", "b"), receive, stamps, q, q, None)
 
 
 def test_stamps_starting_at_zero_are_stamps(caplog):
@@ -273,7 +292,7 @@ def test_stamps_starting_at_zero_are_stamps(caplog):
     s = stamped_series(stamps)
     assert s.stamped
     base, which = s.time_base()
-    assert which == io.TIME_BASE_STAMPS and np.array_equal(base, stamps)
+    assert which == TIME_BASE_STAMPS and np.array_equal(base, stamps)
     assert np.array_equal(s.times(), stamps * 1e-9)
     assert not caplog.records
 
@@ -283,7 +302,7 @@ def test_all_zero_stamps_fall_back_to_receive_times_with_a_warning(caplog):
     assert not s.stamped
     with caplog.at_level("WARNING", logger="robot_dynamics.bag"):
         base, which = s.time_base()
-    assert which == io.TIME_BASE_RECEIVE and np.array_equal(base, s.timestamps)
+    assert which == TIME_BASE_RECEIVE and np.array_equal(base, s.timestamps)
     assert np.allclose(s.times(), np.arange(10) * 0.033, rtol=0, atol=1e-12)
     assert "/arm/joint_states: every header stamp is zero; using the bag's receive times" in caplog.text
 
@@ -298,15 +317,15 @@ def test_all_zero_stamps_fall_back_to_receive_times_with_a_warning(caplog):
 )
 def test_stamps_that_repeat_or_go_backwards_are_rejected(stamps, message):
     """Rejected, not re-sorted: receive order is the order the robot's software saw the states in."""
-    with pytest.raises(io.BagError, match="/arm/joint_states: " + message):
+    with pytest.raises(BagError, match="/arm/joint_states: " + message):
         stamped_series(stamps).times()
 
 
 def test_unstamped_stream_with_repeated_receive_times_is_rejected():
     s = stamped_series(np.zeros(4), receive=[T0, T0 + 1, T0 + 1, T0 + 2])
-    with pytest.raises(io.BagError, match=r"receive times do not increase at message 2"):
+    with pytest.raises(BagError, match=r"receive times do not increase at message 2"):
         s.time_base()
-    with pytest.raises(io.BagError, match="no joint states"):
+    with pytest.raises(BagError, match="no joint states"):
         stamped_series(np.zeros(0)).time_base()
 
 
@@ -325,8 +344,28 @@ def test_layout_grouping_is_bounded_and_complete():
     assert len(groups) <= _cdr.MAX_LAYOUTS * len(sizes) and rest.size >= 400 - 2 * _cdr.MAX_LAYOUTS - 10
     rows = np.sort(np.concatenate([g.rows for g in groups] + [rest]))
     assert np.array_equal(rows, np.arange(400))  # every message exactly once
-    blocks = io.decode_joint_state_blocks(io.RawTopic("/js", io.JOINT_STATE, np.arange(400), raws))
+    blocks = decode_joint_state_blocks(RawTopic("/js", JOINT_STATE, np.arange(400), raws))
     for block in blocks:
         for i, k in enumerate(block.rows.tolist()):
             assert block.names == tuple(msgs[k].name) and block.stamps[i] == T0 + k
             assert np.array_equal(block.fields["position"][i], msgs[k].position)
+
+
+def test_the_bag_package_exports_every_name_lazily():
+    """Every name of ``robot_dynamics.bag.__all__`` is its reader/decode/writer object, loaded on
+    first use: importing the differentiation alone does not load rosbags."""
+    import subprocess
+    import sys
+
+    import robot_dynamics.bag as bag
+    from robot_dynamics.bag import decode, reader, writer
+
+    homes = {name: module for module in (reader, decode, writer) for name in vars(module)}
+    for name in bag.__all__:
+        assert getattr(bag, name) is getattr(homes[name], name), name
+    assert set(bag.__all__) <= set(dir(bag))
+    with pytest.raises(AttributeError, match="has no attribute 'io'"):
+        _ = bag.io
+    code = "import sys, robot_dynamics.bag.differentiate; print('rosbags' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -23,7 +23,16 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 from test_bag_fuzz import joint_state_padding, with_garbage
 
-from robot_dynamics.bag import _cdr, io
+from robot_dynamics.bag import (
+    FLOAT64_MULTIARRAY,
+    JOINT_STATE,
+    TIME_BASE_RECEIVE,
+    TIME_BASE_STAMPS,
+    RawTopic,
+    _cdr,
+    decode_joint_states,
+    read_topics,
+)
 from robot_dynamics.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,11 +42,11 @@ RATE_HZ = 30.0
 PLUGINS = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}
 
 
-def resampled_sample(zero_start: bool) -> tuple[list[tuple[int, Any]], io.RawTopic]:
+def resampled_sample(zero_start: bool) -> tuple[list[tuple[int, Any]], RawTopic]:
     """The sample's joint states at ~30 Hz (the first message at or after each tick), as messages."""
-    raw = io.read_topics(SAMPLE)
+    raw = read_topics(SAMPLE)
     js = raw["/joint_states"]
-    msgs = [STORE.deserialize_cdr(r, io.JOINT_STATE) for r in js.data]
+    msgs = [STORE.deserialize_cdr(r, JOINT_STATE) for r in js.data]
     stamps = np.array([m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec for m in msgs])
     ticks = stamps[0] + np.arange(0.0, (stamps[-1] - stamps[0]) * 1e-9, 1.0 / RATE_HZ) * 1e9
     keep = np.unique(np.searchsorted(stamps, ticks))
@@ -65,14 +74,12 @@ def write_pair(
     rng = np.random.default_rng(seed)
     messages, trajectory = resampled_sample(zero_start)
     paths = (tmp / f"clean_{storage}", tmp / f"garbage_{storage}")
-    serialized = [
-        with_garbage(rng, msg, io.JOINT_STATE, joint_state_padding, False, style=style) for _, msg in messages
-    ]
+    serialized = [with_garbage(rng, msg, JOINT_STATE, joint_state_padding, False, style=style) for _, msg in messages]
     for which, path in enumerate(paths):
         writer = Writer(path, version=Writer.VERSION_LATEST, storage_plugin=PLUGINS[storage])
         writer.open()
         traj = writer.add_connection(trajectory.topic, trajectory.msgtype, typestore=STORE)
-        states = writer.add_connection("/joint_states", io.JOINT_STATE, typestore=STORE)
+        states = writer.add_connection("/joint_states", JOINT_STATE, typestore=STORE)
         writer.write(traj, int(trajectory.timestamps[0]), trajectory.data[0])
         for (timestamp, _), pair in zip(messages, serialized, strict=True):
             writer.write(states, timestamp, pair[which])
@@ -94,8 +101,8 @@ def evaluate_json(bag: Path, tmp: Path, capsys: pytest.CaptureFixture[str]) -> d
 def test_garbage_padding_30hz_zero_start_evaluates_like_the_clean_copy(tmp_path, capsys, storage, style):
     clean, garbage = write_pair(tmp_path, storage, style=style)
     # the bytes really differ, and the fast decoder still takes the whole stream in one block
-    raw_clean = io.read_topics(clean, ["joint_states"])["/joint_states"]
-    raw_garbage = io.read_topics(garbage, ["joint_states"])["/joint_states"]
+    raw_clean = read_topics(clean, ["joint_states"])["/joint_states"]
+    raw_garbage = read_topics(garbage, ["joint_states"])["/joint_states"]
     assert all(a != b for a, b in zip(raw_clean.data, raw_garbage.data, strict=True))
     groups, rest = _cdr.group_by_layout(raw_garbage.data, _cdr.parse_joint_state_layout)
     assert rest.size == 0 and sum(g.rows.size for g in groups) == len(raw_garbage)
@@ -104,7 +111,7 @@ def test_garbage_padding_30hz_zero_start_evaluates_like_the_clean_copy(tmp_path,
     assert evaluate_json(garbage, tmp_path, capsys) == expected
     assert expected["messages"] == 120 and 3.9 < expected["duration_s"] < 4.0
     assert expected["acceleration"] == {"source": "velocity", "window_samples": 5, "polyorder": 3}
-    assert expected["settings"]["time_base"] == io.TIME_BASE_STAMPS
+    assert expected["settings"]["time_base"] == TIME_BASE_STAMPS
     assert expected["settings"]["feedforward_friction_velocity"] is None  # a zero stamp: the node's own clock
     assert expected["has_measured_effort"]
     # the model explains the measured efforts (sensor noise 0.2 N·m on joints 1-3; 30 Hz differentiation)
@@ -143,10 +150,10 @@ def rewrite_stamps(tmp: Path, name: str, stamps: np.ndarray) -> Path:
     path = tmp / name
     writer = Writer(path, version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.SQLITE3)
     writer.open()
-    conn = writer.add_connection("/joint_states", io.JOINT_STATE, typestore=STORE)
+    conn = writer.add_connection("/joint_states", JOINT_STATE, typestore=STORE)
     for (timestamp, msg), ns in zip(messages, stamps.tolist(), strict=True):
         msg.header.stamp = STORE.types["builtin_interfaces/msg/Time"](sec=ns // 10**9, nanosec=ns % 10**9)
-        writer.write(conn, timestamp, with_garbage(rng, msg, io.JOINT_STATE, joint_state_padding, False)[1])
+        writer.write(conn, timestamp, with_garbage(rng, msg, JOINT_STATE, joint_state_padding, False)[1])
     writer.close()
     return path
 
@@ -160,7 +167,7 @@ def test_unstamped_and_backwards_bags_through_the_cli(tmp_path, capsys):
         "/joint_states: every header stamp is zero; using the bag's receive times as sample times\n"
     )
     summary = json.loads((tmp_path / "u.json").read_text())
-    assert summary["settings"]["time_base"] == io.TIME_BASE_RECEIVE and summary["messages"] == n
+    assert summary["settings"]["time_base"] == TIME_BASE_RECEIVE and summary["messages"] == n
 
     stamps = np.arange(n, dtype=np.int64) * 33_333_333 + 10**9
     stamps[60:] -= 10**9  # the driver's clock was reset
@@ -176,9 +183,9 @@ def test_unstamped_and_backwards_bags_through_the_cli(tmp_path, capsys):
 
 def test_too_short_bag_through_the_cli(tmp_path, capsys):
     short = rewrite_stamps(tmp_path, "short", np.arange(120, dtype=np.int64) * 33_333_333)
-    raw = io.read_topics(short)["/joint_states"]
+    raw = read_topics(short)["/joint_states"]
     with Writer(tmp_path / "three", version=Writer.VERSION_LATEST) as writer:
-        conn = writer.add_connection("/joint_states", io.JOINT_STATE, typestore=STORE)
+        conn = writer.add_connection("/joint_states", JOINT_STATE, typestore=STORE)
         for k in range(3):
             writer.write(conn, int(raw.timestamps[k]), raw.data[k])
     assert main(["evaluate", str(tmp_path / "three")]) == 2
@@ -199,11 +206,12 @@ def test_replay_of_the_garbage_padding_bag_matches_the_offline_torques(tmp_path)
     pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
     from robot_dynamics import load_robot
     from robot_dynamics.bag import evaluate as ev_mod
+    from robot_dynamics.bag.report import compare_feedforward
     from robot_dynamics.ros import demo
     from robot_dynamics.ros.replay import replay
 
     _, garbage = write_pair(tmp_path, "mcap", zero_start=False, style="dds", seed=32)
-    record = {"/feedforward/efforts": io.JOINT_STATE, "/feedforward/commands": io.FLOAT64_MULTIARRAY}
+    record = {"/feedforward/efforts": JOINT_STATE, "/feedforward/commands": FLOAT64_MULTIARRAY}
     model = load_robot("puma560")
     with open(tmp_path / "nodes.log", "wb") as log:
         nodes = demo.start_nodes("puma560", log, dict(os.environ), {}, service=False)
@@ -220,8 +228,8 @@ def test_replay_of_the_garbage_padding_bag_matches_the_offline_torques(tmp_path)
             demo.stop_nodes(nodes)
     inputs = ev_mod.read_inputs(garbage, model)
     offline = ev_mod.feedforward_torques(model, inputs.series, inputs.trajectories)
-    recorded = io.decode_joint_states(result.recordings["/feedforward/efforts"], model.joint_names)
-    cmp = ev_mod.compare_feedforward(inputs.series, offline, recorded)
+    recorded = decode_joint_states(result.recordings["/feedforward/efforts"], model.joint_names)
+    cmp = compare_feedforward(inputs.series, offline, recorded)
     report = f"{cmp.describe()}\n{result.describe()}\n{(tmp_path / 'nodes.log').read_text()}"
     assert result.lost == dict.fromkeys(record, 0), report
     assert cmp.ok(1e-9), report

@@ -14,8 +14,16 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
 from robot_dynamics import load_robot
+from robot_dynamics.bag import (
+    FLOAT64_MULTIARRAY,
+    JOINT_STATE,
+    BagWriter,
+    bag_summary,
+    decode_float64_multiarray,
+    decode_joint_states,
+)
 from robot_dynamics.bag import evaluate as ev_mod
-from robot_dynamics.bag import io
+from robot_dynamics.bag.report import compare_feedforward
 from robot_dynamics.ros import demo
 from robot_dynamics.ros.replay import ReplayError, message_class, replay
 
@@ -23,7 +31,7 @@ pytestmark = pytest.mark.ros
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "puma560_sample"
 MODEL = load_robot("puma560")
-RECORD = {"/feedforward/efforts": io.JOINT_STATE, "/feedforward/commands": io.FLOAT64_MULTIARRAY}
+RECORD = {"/feedforward/efforts": JOINT_STATE, "/feedforward/commands": FLOAT64_MULTIARRAY}
 
 
 def test_replay_through_the_live_feedforward_node_matches_the_offline_torques(tmp_path):
@@ -46,13 +54,13 @@ def test_replay_through_the_live_feedforward_node_matches_the_offline_torques(tm
     assert result.published == {"/joint_states": 801, "/joint_trajectory": 1}
     inputs = ev_mod.read_inputs(SAMPLE, MODEL)
     offline = ev_mod.feedforward_torques(MODEL, inputs.series, inputs.trajectories, friction_velocity="measured")
-    recorded = io.decode_joint_states(result.recordings["/feedforward/efforts"], MODEL.joint_names)
-    cmp = ev_mod.compare_feedforward(inputs.series, offline, recorded)
+    recorded = decode_joint_states(result.recordings["/feedforward/efforts"], MODEL.joint_names)
+    cmp = compare_feedforward(inputs.series, offline, recorded)
     report = f"{cmp.describe()}\n{result.describe()}\n{(tmp_path / 'nodes.log').read_text()}"
     assert result.lost == dict.fromkeys(RECORD, 0), report
     assert cmp.ok(1e-9), report
     assert cmp.matched == 801 and cmp.tracking == 601  # holds, tracks the 3 s trajectory, holds again
-    commands = io.decode_float64_multiarray(result.recordings["/feedforward/commands"])
+    commands = decode_float64_multiarray(result.recordings["/feedforward/commands"])
     assert commands.labels == ("joints",)
     assert np.max(np.abs(np.sort(commands.data, axis=0) - np.sort(offline.effort, axis=0))) < 1e-9
     # the recorded bag is a standard rosbag2 bag
@@ -67,7 +75,7 @@ def test_demo_end_to_end(tmp_path, capsys):
     out = tmp_path / "demo"
     out.mkdir()
     for stale in ("replay_bag", "evaluation_bag"):  # outputs of an earlier run are replaced
-        with io.BagWriter(out / stale) as w:
+        with BagWriter(out / stale) as w:
             w.write_float64_multiarray("stale", [1], [[0.0]])
     status = demo.run(out=out, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
     text = capsys.readouterr().out
@@ -76,8 +84,8 @@ def test_demo_end_to_end(tmp_path, capsys):
     assert "with friction" in text and "without friction" in text and "joint6" in text
     for name in ("evaluation.png", "evaluation.csv", "evaluation.json", "nodes.log"):
         assert (out / name).is_file()
-    assert set(io.bag_summary(out / "replay_bag").topics) == set(RECORD)
-    assert "/stale" not in io.bag_summary(out / "evaluation_bag").topics
+    assert set(bag_summary(out / "replay_bag").topics) == set(RECORD)
+    assert "/stale" not in bag_summary(out / "evaluation_bag").topics
 
 
 def test_replay_errors_name_the_problem(tmp_path):
@@ -123,7 +131,7 @@ def test_replay_cli_waits_for_the_node_and_checks(tmp_path, capsys):
     report = captured.out + captured.err + (tmp_path / "nodes.log").read_text()
     assert status == 0, report
     assert "801/801 joint states answered" in captured.out and ": OK" in captured.out, report
-    assert io.bag_summary(tmp_path / "recorded").topics["/feedforward/commands"].count == 801
+    assert bag_summary(tmp_path / "recorded").topics["/feedforward/commands"].count == 801
 
 
 def test_replay_cli_waiting_for_an_absent_node_is_one_clear_error(capsys):

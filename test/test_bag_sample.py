@@ -8,7 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robot_dynamics.bag import io
+from robot_dynamics.bag import (
+    JOINT_STATE,
+    JOINT_TRAJECTORY,
+    bag_summary,
+    decode_joint_states,
+    decode_joint_trajectories,
+    read_topics,
+)
 from robot_dynamics.bag.sample import SampleSettings, write_sample_bag
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "puma560_sample"
@@ -17,14 +24,14 @@ SAMPLE = Path(__file__).resolve().parent.parent / "data" / "puma560_sample"
 def test_sample_bag_contents():
     size = sum(f.stat().st_size for f in SAMPLE.iterdir())
     assert size < 1_000_000
-    summary = io.bag_summary(SAMPLE)
+    summary = bag_summary(SAMPLE)
     assert summary.storage == "mcap"
     assert {t: (s.msgtype, s.count) for t, s in summary.topics.items()} == {
-        "/joint_states": (io.JOINT_STATE, 801),
-        "/joint_trajectory": (io.JOINT_TRAJECTORY, 1),
+        "/joint_states": (JOINT_STATE, 801),
+        "/joint_trajectory": (JOINT_TRAJECTORY, 1),
     }
-    raw = io.read_topics(SAMPLE)
-    s = io.decode_joint_states(raw["/joint_states"])
+    raw = read_topics(SAMPLE)
+    s = decode_joint_states(raw["/joint_states"])
     assert s.names == tuple(f"joint{i}" for i in range(1, 7))
     assert s.velocity is not None and s.effort is not None
     span = s.position.max(axis=0) - s.position.min(axis=0)
@@ -32,7 +39,7 @@ def test_sample_bag_contents():
     assert np.all(np.sum(np.diff(np.sign(s.velocity), axis=0) != 0, axis=0) >= 4)  # and reverses
     latency = s.timestamps - s.stamps
     assert latency.min() >= 200_000 and latency.max() < 600_000
-    (traj,) = io.decode_joint_trajectories(raw["/joint_trajectory"])
+    (traj,) = decode_joint_trajectories(raw["/joint_trajectory"])
     assert traj.timestamp < s.timestamps[0] and traj.stamp == s.stamps[0] + 500_000_000
     assert traj.accelerations is not None and len(traj.times) == 151
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robot_dynamics.bag import io
+from robot_dynamics.bag import BagWriter
 from robot_dynamics.cli import main
 
 PACKAGE = Path(__file__).resolve().parent.parent / "robot_dynamics"
@@ -65,17 +65,17 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (junk / "junk_bag_0.mcap").write_bytes(b"\x89MCAP0\r\n" + bytes(range(256)))
     names = [f"joint{i}" for i in range(1, 7)]
     q = np.zeros((40, 6))
-    with io.BagWriter(root / "nan_bag") as w:
+    with BagWriter(root / "nan_bag") as w:
         q_nan = q.copy()
         q_nan[5, 2] = np.nan
         w.write_joint_states("joint_states", T0 + np.arange(40) * 5_000_000, names, q_nan, q, q)
-    with io.BagWriter(root / "short_bag") as w:
+    with BagWriter(root / "short_bag") as w:
         w.write_joint_states("joint_states", T0 + np.arange(3) * 5_000_000, names, q[:3], q[:3], q[:3])
-    with io.BagWriter(root / "unstamped_bag") as w:
+    with BagWriter(root / "unstamped_bag") as w:
         w.write_joint_states(
             "joint_states", T0 + np.zeros(40, dtype=np.int64), names, q, q, q, stamps=np.zeros(40, dtype=np.int64)
         )
-    with io.BagWriter(root / "good_bag") as w:
+    with BagWriter(root / "good_bag") as w:
         t = np.arange(60) * 5_000_000
         w.write_joint_states("joint_states", T0 + t, names, q[:1].repeat(60, 0), q[:1].repeat(60, 0), stamps=T0 + t)
     (root / "exists").mkdir()

@@ -11,8 +11,8 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics.cli import main
 from robot_dynamics.identification.synthetic import Recording, perturbed_model, record, write_bag
-from robot_dynamics.io.chain_yaml import chain_metadata
 from robot_dynamics.model import RobotModel
+from robot_dynamics.models.chain_yaml import chain_metadata
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_identify_writes_model_report_and_plot(bags: Path, tmp_path: Path, capsy
     status, stdout, _ = _run_evaluate(capsys, str(bags / "run0"), "--robot", str(out))
     assert status == 0
     pytest.importorskip("rclpy")
-    from robot_dynamics.ros.common import load_robot_model
+    from robot_dynamics.ros.robot_node import load_robot_model
 
     node_model = load_robot_model("", str(out))
     q = np.full(3, 0.1)

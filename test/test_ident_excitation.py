@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 import yaml
 
-from robot_dynamics.bag import io
+from robot_dynamics.bag import (
+    FLOAT64_MULTIARRAY,
+    JOINT_STATE,
+    JOINT_TRAJECTORY,
+    bag_summary,
+    decode_joint_states,
+    decode_joint_trajectories,
+    read_topics,
+)
 from robot_dynamics.cli import main
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.identification import ParameterSet, regressor
@@ -34,8 +42,8 @@ from robot_dynamics.identification.fourier import (
     FourierSeries,
     fourier_basis,
 )
-from robot_dynamics.io.robots import load_robot
 from robot_dynamics.model import Limits, RobotModel
+from robot_dynamics.models.robots import load_robot
 
 SAMPLE_BAG = Path(__file__).resolve().parents[1] / "data" / "puma560_sample"
 
@@ -181,7 +189,7 @@ def test_yaml_round_trip_through_the_reader_and_the_node_converter(planar: Excit
     from builtin_interfaces.msg import Duration
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from robot_dynamics.ros.common import trajectory_from_msg
+    from robot_dynamics.ros.messages import trajectory_from_msg
 
     data = yaml.safe_load(path.read_text())
     ros = JointTrajectory()
@@ -203,11 +211,11 @@ def test_yaml_round_trip_through_the_reader_and_the_node_converter(planar: Excit
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 def test_bag_round_trip_through_the_bag_decoder(planar: ExcitationResult, tmp_path: Path, storage: str) -> None:
     path = write_trajectory(planar, tmp_path / "excite", storage=storage)
-    summary = io.bag_summary(path)
-    assert summary.topics["/joint_trajectory"].msgtype == io.JOINT_TRAJECTORY
+    summary = bag_summary(path)
+    assert summary.topics["/joint_trajectory"].msgtype == JOINT_TRAJECTORY
     assert summary.topics["/joint_trajectory"].count == 1
-    raw = io.read_topics(path, ["joint_trajectory"])
-    (msg,) = io.decode_joint_trajectories(raw["/joint_trajectory"])
+    raw = read_topics(path, ["joint_trajectory"])
+    (msg,) = decode_joint_trajectories(raw["/joint_trajectory"])
     assert msg.stamp == 0  # start on receipt
     np.testing.assert_array_equal(msg.positions, planar.positions)
     np.testing.assert_array_equal(msg.velocities, planar.velocities)
@@ -315,6 +323,7 @@ def _limited_robot(tmp_path: Path) -> RobotModel:
 
 def test_dry_run_bag_is_what_the_feedforward_law_computes(tmp_path: Path) -> None:
     from robot_dynamics.bag import evaluate
+    from robot_dynamics.bag import report as bag_report
 
     model = load_robot("puma560")
     result = design_excitation(model, 2.0, 2, rate=50.0, seed=4, starts=1, max_iterations=10, ramp=0.5)
@@ -324,7 +333,7 @@ def test_dry_run_bag_is_what_the_feedforward_law_computes(tmp_path: Path) -> Non
     t = (inputs.series.stamps - inputs.series.stamps[0]) * 1e-9
     np.testing.assert_allclose(inputs.series.position, result.sampler().sample_many(t).positions, atol=1e-9)
     offline = evaluate.feedforward_torques(model, inputs.series, inputs.trajectories)  # the node's law, offline
-    cmp = evaluate.compare_feedforward(inputs.series, offline, inputs.series)
+    cmp = bag_report.compare_feedforward(inputs.series, offline, inputs.series)
     assert cmp.tracking == len(inputs.series)  # every joint state falls inside the trajectory
     assert cmp.ok(1e-9), cmp.describe()
 
@@ -366,6 +375,7 @@ def test_replay_of_the_dry_run_bag_through_the_live_feedforward_node(tmp_path: P
     import os
 
     from robot_dynamics.bag import evaluate
+    from robot_dynamics.bag import report as bag_report
     from robot_dynamics.ros import demo
     from robot_dynamics.ros.replay import replay
 
@@ -373,7 +383,7 @@ def test_replay_of_the_dry_run_bag_through_the_live_feedforward_node(tmp_path: P
     result = design_excitation(model, 2.0, 2, rate=50.0, seed=4, starts=1, max_iterations=10, ramp=0.5)
     bag = write_trajectory(result, tmp_path / "dry", joint_states=True)
     count = round(result.times[-1] * 50.0) + 1
-    record = {"/feedforward/efforts": io.JOINT_STATE, "/feedforward/commands": io.FLOAT64_MULTIARRAY}
+    record = {"/feedforward/efforts": JOINT_STATE, "/feedforward/commands": FLOAT64_MULTIARRAY}
     with open(tmp_path / "nodes.log", "wb") as log:
         nodes = demo.start_nodes("puma560", log, dict(os.environ), service=False)
         try:
@@ -390,8 +400,8 @@ def test_replay_of_the_dry_run_bag_through_the_live_feedforward_node(tmp_path: P
     report = f"{replayed.describe()}\n{(tmp_path / 'nodes.log').read_text()}"
     assert replayed.published == {"/joint_states": count, "/joint_trajectory": 1}, report
     inputs = evaluate.read_inputs(bag, model)
-    recorded = io.decode_joint_states(replayed.recordings["/feedforward/efforts"], model.joint_names)
-    cmp = evaluate.compare_feedforward(
+    recorded = decode_joint_states(replayed.recordings["/feedforward/efforts"], model.joint_names)
+    cmp = bag_report.compare_feedforward(
         inputs.series, evaluate.feedforward_torques(model, inputs.series, inputs.trajectories), recorded
     )
     assert cmp.matched == count and cmp.tracking == count, report + cmp.describe()

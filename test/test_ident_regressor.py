@@ -30,8 +30,8 @@ from robot_dynamics.identification import (
     regressor,
     with_coulomb_velocity,
 )
-from robot_dynamics.io import model_to_urdf
 from robot_dynamics.model import JointFriction, Motor, RobotModel
+from robot_dynamics.models import model_to_urdf
 
 TOL = 1e-10
 LINEAR_FRICTION = ["fu_two_link", "puma560", "robmat_double_pendulum", "robmat_stanford_rrp", "scara"]

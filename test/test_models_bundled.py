@@ -16,9 +16,9 @@ from models_reference import gravity_torques, link_frames, mass_matrix, rnea
 
 import robot_dynamics
 from robot_dynamics.errors import ModelError
-from robot_dynamics.io import bundled_robots, load_robot, loads_dh_yaml, robots
-from robot_dynamics.io.dh_yaml import read_yaml
 from robot_dynamics.model import dh_joint_frames
+from robot_dynamics.models import bundled_robots, load_robot, loads_dh_yaml, robots
+from robot_dynamics.models.dh_yaml import read_yaml
 
 REPO = Path(__file__).resolve().parents[1]
 EXPECTED = [

@@ -18,10 +18,10 @@ from models_reference import compare_with_pinocchio, link_frames
 from test_models_urdf import SYNTHETIC, edit
 
 from robot_dynamics.errors import ModelError, ModelWarning
-from robot_dynamics.io import load_robot, loads_urdf, model_to_urdf
-from robot_dynamics.io.lock import lock_joints
-from robot_dynamics.io.validation import inertia_definiteness_problem, inertia_tolerance
 from robot_dynamics.model import RobotModel
+from robot_dynamics.models import load_robot, loads_urdf, model_to_urdf
+from robot_dynamics.models.lock import lock_joints
+from robot_dynamics.models.validation import inertia_definiteness_problem, inertia_tolerance
 
 pin = pytest.importorskip("pinocchio")
 pytestmark = pytest.mark.filterwarnings("ignore::robot_dynamics.errors.ModelWarning")  # asserted where they matter

@@ -12,14 +12,14 @@ from engine_reference import EXAMPLE_ROBOTS, URDF_ARMS, random_states
 
 import robot_dynamics as rd
 from robot_dynamics.errors import ModelError
-from robot_dynamics.io.chain_yaml import (
+from robot_dynamics.model import JointFriction, Motor, RobotModel
+from robot_dynamics.models.chain_yaml import (
     chain_metadata,
     dumps_chain_yaml,
     load_chain_yaml,
     loads_chain_yaml,
     write_chain_yaml,
 )
-from robot_dynamics.model import JointFriction, Motor, RobotModel
 
 TOL = 1e-12
 
@@ -182,7 +182,7 @@ def test_errors_name_the_field(old: str, new: str, field: str) -> None:
 
 
 def test_dh_files_still_load_through_the_dispatch(tmp_path: Path) -> None:
-    source = Path(rd.io.robots.bundled_robot_path("scara"))
+    source = Path(rd.models.robots.bundled_robot_path("scara"))
     copy = tmp_path / "scara_copy.yaml"
     copy.write_text(source.read_text())
     loaded, bundled = rd.load_robot(str(copy)), rd.load_robot("scara")

@@ -11,7 +11,6 @@ import pytest
 from models_reference import link_frames
 
 from robot_dynamics.errors import ModelError
-from robot_dynamics.io import load_robot, loads_dh_yaml
 from robot_dynamics.model import (
     BearingFriction,
     DHRow,
@@ -26,6 +25,7 @@ from robot_dynamics.model import (
     rpy_matrix,
     trans,
 )
+from robot_dynamics.models import load_robot, loads_dh_yaml
 
 BASE = """\
 name: test_arm

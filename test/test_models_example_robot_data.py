@@ -27,8 +27,8 @@ from engine_reference import EXAMPLE_ROBOTS
 from lxml import etree
 from models_reference import compare_with_pinocchio
 
-from robot_dynamics.io import ModelWarning, load_robot
 from robot_dynamics.model import RobotModel
+from robot_dynamics.models import ModelWarning, load_robot
 
 pin = pytest.importorskip("pinocchio")
 

@@ -17,8 +17,8 @@ from models_reference import link_frames, world_inertials
 
 from robot_dynamics.cli import main
 from robot_dynamics.dynamics import inverse_dynamics
-from robot_dynamics.io import ModelWarning, bundled_robots, load_robot, loads_urdf, model_to_urdf
 from robot_dynamics.model import RobotModel
+from robot_dynamics.models import ModelWarning, bundled_robots, load_robot, loads_urdf, model_to_urdf
 
 ROBOTS = EXAMPLE_ROBOTS
 

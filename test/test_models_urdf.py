@@ -18,8 +18,8 @@ from engine_reference import EXAMPLE_ROBOTS
 from models_reference import compare_with_pinocchio, link_frames, pinocchio_q
 
 from robot_dynamics.errors import ModelError
-from robot_dynamics.io import ModelWarning, load_robot, loads_urdf
 from robot_dynamics.model import JointFriction, RobotModel
+from robot_dynamics.models import ModelWarning, load_robot, loads_urdf
 
 pin = pytest.importorskip("pinocchio")
 

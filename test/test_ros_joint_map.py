@@ -31,9 +31,9 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from robot_dynamics.dynamics import gravity_torques, inertia_matrix, inverse_dynamics  # noqa: E402
 from robot_dynamics.friction import friction_torques  # noqa: E402
-from robot_dynamics.io import load_robot  # noqa: E402
-from robot_dynamics.ros.common import DATA_QOS, StartupError, ns_to_stamp, stamp_to_ns  # noqa: E402
+from robot_dynamics.models import load_robot  # noqa: E402
 from robot_dynamics.ros.feedforward_node import FeedforwardNode  # noqa: E402
+from robot_dynamics.ros.messages import DATA_QOS, StartupError, ns_to_stamp, stamp_to_ns  # noqa: E402
 from robot_dynamics.ros.service_node import DynamicsServiceNode  # noqa: E402
 from robot_dynamics.ros.simulator_node import SimulatorNode  # noqa: E402
 from robot_dynamics_interfaces.srv import GetDynamicsCoefficients, InverseDynamics  # noqa: E402

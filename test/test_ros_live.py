@@ -41,8 +41,9 @@ from robot_dynamics.dynamics import (  # noqa: E402
     simulate,
 )
 from robot_dynamics.friction import friction_torques  # noqa: E402
-from robot_dynamics.io import load_robot  # noqa: E402
-from robot_dynamics.ros.common import (  # noqa: E402
+from robot_dynamics.models import load_robot  # noqa: E402
+from robot_dynamics.ros.feedforward_node import FeedforwardNode  # noqa: E402
+from robot_dynamics.ros.messages import (  # noqa: E402
     DATA_QOS,
     ROBOT_DESCRIPTION_QOS,
     diagnostic_dict,
@@ -50,7 +51,6 @@ from robot_dynamics.ros.common import (  # noqa: E402
     ns_to_stamp,
     stamp_to_ns,
 )
-from robot_dynamics.ros.feedforward_node import FeedforwardNode  # noqa: E402
 from robot_dynamics.ros.service_node import DynamicsServiceNode  # noqa: E402
 from robot_dynamics.ros.simulator_node import SimulatorNode  # noqa: E402
 from robot_dynamics.trajectory import JointTrajectorySampler  # noqa: E402

@@ -1,4 +1,4 @@
-"""Message validation and conversion helpers of robot_dynamics.ros.common (no DDS traffic)."""
+"""Message validation and conversion helpers of robot_dynamics.ros.messages (no DDS traffic)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.errors import StateError
-from robot_dynamics.ros.common import (
+from robot_dynamics.ros.messages import (
     JointStateMatcher,
     ThrottledWarnings,
     from_multiarray,

@@ -34,11 +34,11 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from robot_dynamics.dynamics import coriolis_centrifugal, gravity_torques, inertia_matrix, inverse_dynamics  # noqa: E402
 from robot_dynamics.errors import ModelError  # noqa: E402
 from robot_dynamics.friction import friction_torques  # noqa: E402
-from robot_dynamics.io import load_robot  # noqa: E402
 from robot_dynamics.model import RobotModel, axis_angle_matrix  # noqa: E402
+from robot_dynamics.models import load_robot  # noqa: E402
 from robot_dynamics.payload import payload_of, with_payload  # noqa: E402
-from robot_dynamics.ros.common import DATA_QOS, diagnostic_dict, from_multiarray, ns_to_stamp, stamp_to_ns  # noqa: E402
 from robot_dynamics.ros.feedforward_node import FeedforwardNode  # noqa: E402
+from robot_dynamics.ros.messages import DATA_QOS, diagnostic_dict, from_multiarray, ns_to_stamp, stamp_to_ns  # noqa: E402
 from robot_dynamics.ros.payload_service import payload_from_msg  # noqa: E402
 from robot_dynamics.ros.service_node import DynamicsServiceNode  # noqa: E402
 from robot_dynamics_interfaces.srv import GetDynamicsCoefficients, InverseDynamics, SetPayload  # noqa: E402
@@ -91,7 +91,7 @@ def inertia_msg(mass: float, com: np.ndarray, inertia: np.ndarray) -> Inertia:
 
 def robot_urdf() -> str:
     """The PUMA as URDF text with the tool frame above (the node loads it as robot_description)."""
-    from robot_dynamics.io import model_to_urdf
+    from robot_dynamics.models import model_to_urdf
 
     return model_to_urdf(PUMA.with_changes(tool=TOOL))
 
@@ -277,7 +277,7 @@ def test_payload_keeps_the_trajectory_and_a_new_robot_description_clears_it(
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from robot_dynamics.ros.common import ROBOT_DESCRIPTION_QOS
+    from robot_dynamics.ros.messages import ROBOT_DESCRIPTION_QOS
 
     spinner, ns = ros
     client = spinner.add(client_node(context, ns))

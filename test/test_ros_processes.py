@@ -23,8 +23,9 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 
 from robot_dynamics.dynamics import gravity_torques, inertia_matrix  # noqa: E402
-from robot_dynamics.io import load_robot  # noqa: E402
-from robot_dynamics.ros.common import ROBOT_DESCRIPTION_QOS, StopRequest, from_multiarray, run_nodes  # noqa: E402
+from robot_dynamics.models import load_robot  # noqa: E402
+from robot_dynamics.ros.messages import ROBOT_DESCRIPTION_QOS, from_multiarray  # noqa: E402
+from robot_dynamics.ros.process import StopRequest, run_nodes  # noqa: E402
 from robot_dynamics_interfaces.srv import GetDynamicsCoefficients  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -168,7 +169,7 @@ def test_bringup_closes_the_loop_with_the_parameter_file(context: Any) -> None:
 def test_a_signal_stops_a_busy_node_cleanly(context: Any, signum: int) -> None:
     """Ctrl-C, and the SIGTERM ``ros2 launch`` escalates to, while requests are in flight: status 0.
 
-    The executables handle both signals themselves (``common.StopRequest``): with rclpy's handler,
+    The executables handle both signals themselves (``process.StopRequest``): with rclpy's handler,
     its signal thread raced the executors' teardown and segfaulted about once in 30 stops.
     """
     ns = f"/signal_{os.getpid()}_{int(signum)}"
@@ -194,14 +195,14 @@ def test_a_stop_request_while_the_spin_threads_start_still_stops_every_executor(
     teardown and the interpreter finalised under spinning threads ("terminate called without an
     active exception", status -6, 4 in 140 stops under load).
     """
-    from robot_dynamics.ros import common
+    from robot_dynamics.ros import process
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx, args=[])
     nodes = [Node(f"window_{i}_{os.getpid()}", context=ctx) for i in range(3)]
     stop = StopRequest()
     made: list[int] = []
-    real_make_executor = common.make_executor
+    real_make_executor = process.make_executor
 
     def make_executor(context: Any = None) -> Any:
         if len(made) == 1:  # the first node is spinning now: the signal arrives
@@ -209,14 +210,14 @@ def test_a_stop_request_while_the_spin_threads_start_still_stops_every_executor(
         made.append(1)
         return real_make_executor(context)
 
-    monkeypatch.setattr(common, "make_executor", make_executor)
+    monkeypatch.setattr(process, "make_executor", make_executor)
 
     def spinning() -> list[threading.Thread]:
         return [t for t in threading.enumerate() if t.name.startswith("spin-window_")]
 
     try:
         try:
-            status = common.spin_nodes(nodes, context=ctx, stop=stop)
+            status = process.spin_nodes(nodes, context=ctx, stop=stop)
         except KeyboardInterrupt:  # (would end the whole pytest session)
             names = [t.name for t in spinning()]
             pytest.fail(f"the stop request escaped spin_nodes as KeyboardInterrupt; still spinning: {names}")

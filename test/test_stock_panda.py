@@ -24,7 +24,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 import robot_dynamics as rd
-from robot_dynamics.bag import io
+from robot_dynamics.bag import decode_float64_multiarray, read_joint_states, read_topics
 from robot_dynamics.bag.sample import SampleSettings, simulate_sample
 from robot_dynamics.cli import main
 
@@ -157,10 +157,10 @@ def test_evaluate_gives_the_recorded_panda_efforts(
 
     # the output bag: the driver's names, and exactly the engine's torques at the accelerations used
     model = panda_model()
-    efforts = io.read_joint_states(out, "/robot_dynamics/model_efforts")
+    efforts = read_joint_states(out, "/robot_dynamics/model_efforts")
     assert efforts.names == DRIVER
-    qdd = io.decode_float64_multiarray(
-        io.read_topics(out, ["/robot_dynamics/acceleration"])["/robot_dynamics/acceleration"]
+    qdd = decode_float64_multiarray(
+        read_topics(out, ["/robot_dynamics/acceleration"])["/robot_dynamics/acceleration"]
     ).data
     expected = rd.inverse_dynamics(model, efforts.position, efforts.velocity, qdd, smooth=True)  # evaluate's default
     assert efforts.effort is not None

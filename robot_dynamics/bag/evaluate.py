@@ -9,142 +9,95 @@ For every ``sensor_msgs/JointState`` of a bag, at once (vectorised over all mess
   measured velocity);
 * **errors** against the measured ``effort`` when the bag has it: per joint RMS and max |error|;
 * **feed-forward torques exactly as the feed-forward node computes them** for the same message
-  stream (:func:`feedforward_torques`): inverse dynamics at the desired state while a trajectory of
-  the bag is active, gravity + friction compensation ``c(q) + b(qd)`` at the measured state
-  otherwise. Replaying the bag through the live node must give these torques (``robot-dynamics
-  replay`` checks it).
+  stream (:func:`feedforward_torques`): the node's law and trajectory activation rules
+  (:mod:`robot_dynamics.feedforward`) in batch form — inverse dynamics at the desired state while a
+  trajectory of the bag is active, gravity + friction compensation ``c(q) + b(qd)`` at the measured
+  state otherwise. Replaying the bag through the live node must give these torques
+  (``robot-dynamics replay`` checks it).
 
-Results go to an output bag (same receive times and header stamps as the input), a CSV/JSON
-summary and a PNG plot.
+The results are written by :mod:`robot_dynamics.bag.report` (an output bag with the input's receive
+times and header stamps, a CSV/JSON summary, a PNG plot, a text table), which also compares the
+torques a replayed node recorded with :func:`feedforward_torques`.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 
 import numpy as np
 
-from robot_dynamics.bag import io
+from robot_dynamics.bag.decode import (
+    JointStateSeries,
+    TrajectoryMessage,
+    decode_joint_states,
+    decode_joint_trajectories,
+)
 from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER, DEFAULT_WINDOW_S, SavitzkyGolay, min_window, savgol
+from robot_dynamics.bag.reader import (
+    JOINT_STATE,
+    JOINT_TRAJECTORY,
+    BagError,
+    ProgressFn,
+    RawTopic,
+    read_topics,
+    topic_name,
+)
+from robot_dynamics.dynamics import inverse_dynamics
+from robot_dynamics.feedforward import (
+    Feedforward,
+    FeedforwardLaw,
+    FrictionVelocity,
+    feedforward_batch,
+    tracking_segments,
+)
 from robot_dynamics.model import FloatArray, RobotModel
-from robot_dynamics.trajectory import TrajectorySample
 from robot_dynamics.user_input import check_joint_map, external_names
 
 AccelSource = Literal["velocity", "position", "trajectory"]
 ACCEL_SOURCES: tuple[str, ...] = ("velocity", "position", "trajectory")
-FrictionVelocity = Literal["desired", "measured"]
-
-#: Topics of the evaluation output bag (besides a copy of the input joint states).
-OUT_EFFORTS = "/robot_dynamics/model_efforts"
-OUT_EFFORTS_NO_FRICTION = "/robot_dynamics/model_efforts_no_friction"
-OUT_ACCELERATION = "/robot_dynamics/acceleration"
-OUT_FEEDFORWARD = "/robot_dynamics/feedforward_efforts"
 
 
-class EvaluationError(io.BagError):
+class EvaluationError(BagError):
     """The bag does not allow the requested evaluation (no velocity, unstamped messages, ...)."""
 
 
 # ------------------------------------------------------------------------------------------------
-# engine calls (imported lazily: the engine is heavy to import and not needed to read bags)
+# engine calls
 # ------------------------------------------------------------------------------------------------
 def _inverse_dynamics(
     model: RobotModel, q: FloatArray, qd: FloatArray, qdd: FloatArray, *, friction: bool, smooth: bool
 ) -> FloatArray:
-    from robot_dynamics.dynamics import inverse_dynamics
-
     if len(q) == 0:
         return np.zeros((0, model.dof))
     return np.asarray(inverse_dynamics(model, q, qd, qdd, friction=friction, smooth=smooth), dtype=np.float64)
 
 
-def _with_friction_at(
-    model: RobotModel, q: FloatArray, qd: FloatArray, qdd: FloatArray, velocity: FloatArray, smooth: bool
-) -> FloatArray:
-    """Frictionless inverse dynamics plus the friction terms at another ``velocity`` (the node's law)."""
-    from robot_dynamics.dynamics import rnea_with_reactions
-    from robot_dynamics.friction import apply_friction, needs_reactions
-
-    if len(q) == 0:
-        return np.zeros((0, model.dof))
-    tau_joint = _inverse_dynamics(model, q, qd, qdd, friction=False, smooth=smooth)
-    force = moment = None
-    if needs_reactions(model):
-        _, force, moment = rnea_with_reactions(model, q, qd, qdd)
-    terms = apply_friction(model, velocity, tau_joint, force, moment, smooth=smooth)
-    return tau_joint + np.asarray(terms.total, dtype=np.float64)
-
-
 # ------------------------------------------------------------------------------------------------
 # node-equivalent feed-forward
 # ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Feedforward:
-    """What the feed-forward node publishes for each joint state: ``effort`` and the state it used
-    (``position``/``velocity`` desired while tracking, measured otherwise); ``tracking`` ``(N,)`` bool."""
-
-    effort: FloatArray
-    position: FloatArray
-    velocity: FloatArray
-    tracking: np.ndarray
-
-
-def _tracking_segments(
-    model: RobotModel,
-    series: io.JointStateSeries,
-    trajectories: Sequence[io.TrajectoryMessage],
-    qd: FloatArray,
-) -> list[tuple[np.ndarray, TrajectorySample]]:
-    """The samples during which each trajectory is active (node rules) and the desired state there."""
-    stamps = series.stamps
-    q = series.position
-    trajs = sorted(trajectories, key=lambda tr: tr.timestamp)
-    activations: list[tuple[int, int]] = []  # (first sample, trajectory index)
-    for j, tr in enumerate(trajs):
-        eligible = (series.timestamps > tr.timestamp) & (stamps >= tr.start)
-        if not eligible.any():
-            continue
-        a = int(np.argmax(eligible))
-        if j + 1 < len(trajs) and trajs[j + 1].timestamp < series.timestamps[a]:
-            continue  # replaced by a newer trajectory while still pending
-        activations.append((a, j))
-    out = []
-    for k, (a, j) in enumerate(activations):
-        tr = trajs[j]
-        stop = activations[k + 1][0] if k + 1 < len(activations) else len(series)
-        sampler = tr.sampler(model.joint_names).with_start_state(q[a], qd[a])
-        rows = np.arange(a, stop)
-        rows = rows[(stamps[rows] - tr.start) * 1e-9 <= sampler.end_time]  # afterwards the node holds again
-        if rows.size:
-            out.append((rows, sampler.sample_many((stamps[rows] - tr.start) * 1e-9)))
-    return out
-
-
 def feedforward_torques(
     model: RobotModel,
-    series: io.JointStateSeries,
-    trajectories: Sequence[io.TrajectoryMessage] = (),
+    series: JointStateSeries,
+    trajectories: Sequence[TrajectoryMessage] = (),
     *,
     friction: bool = True,
     smooth: bool = True,
     friction_velocity: FrictionVelocity = "desired",
 ) -> Feedforward:
-    """The feed-forward node's torques for this message stream (see ``robot_dynamics.ros.feedforward_node``).
+    """The feed-forward node's torques for this message stream, all joint states at once.
 
-    The node's rules, applied to the bag's receive order: a trajectory received before a joint state
-    becomes active at the first later joint state whose stamp reaches its start (``header.stamp``; a
-    zero stamp starts at its receive time), unless a newer trajectory arrived first; while active
-    (``0 <= stamp - start <= duration``) the torque is the inverse dynamics at the desired state
-    sampled at the joint state's stamp, with friction at the desired or the measured velocity; at
-    all other samples gravity + friction compensation ``c(q) + b(qd)`` at the measured state. A
-    trajectory whose first point is after ``t = 0`` starts from the measured state at activation.
-    Joint states must carry header stamps; joint states without velocities count as zero velocity.
+    The law and the activation rules of :mod:`robot_dynamics.feedforward` (the node's own), applied
+    in the bag's receive order (:func:`~robot_dynamics.feedforward.feedforward_batch`): a trajectory
+    received before a joint state becomes active at the first later joint state whose stamp reaches
+    its start (``header.stamp``; a zero stamp starts at its receive time), unless a newer trajectory
+    arrived first; while active (``0 <= stamp - start <= duration``) the torque is the inverse
+    dynamics at the desired state sampled at the joint state's stamp, with friction at the desired
+    or the measured velocity; at all other samples gravity + friction compensation ``c(q) + b(qd)``
+    at the measured state. Joint states must carry header stamps; joint states without velocities
+    count as zero velocity.
     """
     if series.names != tuple(model.joint_names):
         raise EvaluationError(f"joint states are in order {list(series.names)}, the model's is {model.joint_names}")
@@ -154,33 +107,19 @@ def feedforward_torques(
             f"{int(np.sum(stamps <= 0))} joint states have a zero header stamp; the feed-forward node would "
             "use its own clock for them, which a replay cannot reproduce"
         )
-    q = series.position
     # the node reads a message without velocities as zero velocity
-    qd = np.zeros_like(q) if series.velocity is None else _velocity(series, "feed-forward torques")
-    n_msgs = len(series)
-    with_friction = friction and model.has_friction
-    effort = np.empty((n_msgs, model.dof))
-    position = q.copy()
-    velocity = qd.copy()
-    tracking = np.zeros(n_msgs, dtype=bool)
-    for rows, d in _tracking_segments(model, series, trajectories, qd):
-        if not with_friction:
-            tau = _inverse_dynamics(model, d.positions, d.velocities, d.accelerations, friction=False, smooth=smooth)
-        elif friction_velocity == "measured":
-            tau = _with_friction_at(model, d.positions, d.velocities, d.accelerations, qd[rows], smooth)
-        else:
-            tau = _inverse_dynamics(model, d.positions, d.velocities, d.accelerations, friction=True, smooth=smooth)
-        effort[rows] = tau
-        position[rows] = d.positions
-        velocity[rows] = d.velocities
-        tracking[rows] = True
-    hold = np.flatnonzero(~tracking)
-    zeros = np.zeros((hold.size, model.dof))
-    if with_friction:
-        effort[hold] = _with_friction_at(model, q[hold], zeros, zeros, qd[hold], smooth)
-    else:
-        effort[hold] = _inverse_dynamics(model, q[hold], zeros, zeros, friction=False, smooth=smooth)
-    return Feedforward(effort, position, velocity, tracking)
+    qd = np.zeros_like(series.position) if series.velocity is None else _velocity(series, "feed-forward torques")
+    return feedforward_batch(
+        FeedforwardLaw(model),
+        series.timestamps,
+        stamps,
+        series.position,
+        qd,
+        trajectories,
+        friction=friction,
+        smooth=smooth,
+        friction_velocity=friction_velocity,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -264,7 +203,7 @@ class Evaluation:
         }
 
 
-def _velocity(series: io.JointStateSeries, what: str) -> FloatArray:
+def _velocity(series: JointStateSeries, what: str) -> FloatArray:
     if series.velocity is None:
         raise EvaluationError(f"{series.topic}: the joint states carry no velocity (needed for {what})")
     bad = ~np.isfinite(series.velocity).all(axis=1)
@@ -277,7 +216,7 @@ def _velocity(series: io.JointStateSeries, what: str) -> FloatArray:
     return series.velocity
 
 
-def _check_positions(series: io.JointStateSeries) -> None:
+def _check_positions(series: JointStateSeries) -> None:
     bad = ~np.isfinite(series.position).all(axis=1)
     if bad.any():
         k = int(np.argmax(bad))
@@ -286,19 +225,17 @@ def _check_positions(series: io.JointStateSeries) -> None:
         )
 
 
-def _sample_times(series: io.JointStateSeries) -> tuple[FloatArray, str]:
-    """Seconds from the first sample and their source (:meth:`io.JointStateSeries.time_base`)."""
+def _sample_times(series: JointStateSeries) -> tuple[FloatArray, str]:
+    """Seconds from the first sample and their source (:meth:`JointStateSeries.time_base`)."""
     try:
         base, which = series.time_base()
-    except io.BagError as exc:
+    except BagError as exc:
         raise EvaluationError(f"{exc}") from None
     t: FloatArray = (base - base[0]).astype(np.float64) * 1e-9
     return t, which
 
 
-def _differentiation_filter(
-    series: io.JointStateSeries, t: FloatArray, window_s: float, polyorder: int
-) -> SavitzkyGolay:
+def _differentiation_filter(series: JointStateSeries, t: FloatArray, window_s: float, polyorder: int) -> SavitzkyGolay:
     """The Savitzky-Golay window for these stamps; too few messages is an error naming the topic."""
     needed = min_window(polyorder)
     if len(series) < needed:
@@ -317,21 +254,22 @@ def _differentiation_filter(
 
 
 def _desired_accelerations(
-    model: RobotModel, series: io.JointStateSeries, trajectories: Sequence[io.TrajectoryMessage], qd: FloatArray
+    model: RobotModel, series: JointStateSeries, trajectories: Sequence[TrajectoryMessage], qd: FloatArray
 ) -> FloatArray:
     """Desired accelerations at each joint state's stamp while a trajectory is active, else zero."""
     if not trajectories:
         raise EvaluationError("acceleration source 'trajectory' needs a trajectory topic with messages in the bag")
     qdd = np.zeros((len(series), model.dof))
-    for rows, d in _tracking_segments(model, series, trajectories, qd):
+    segments = tracking_segments(model.joint_names, series.timestamps, series.stamps, series.position, qd, trajectories)
+    for rows, d in segments:
         qdd[rows] = d.accelerations
     return qdd
 
 
 def evaluate(
     model: RobotModel,
-    series: io.JointStateSeries,
-    trajectories: Sequence[io.TrajectoryMessage] = (),
+    series: JointStateSeries,
+    trajectories: Sequence[TrajectoryMessage] = (),
     *,
     accel_source: AccelSource = "velocity",
     window_s: float = DEFAULT_WINDOW_S,
@@ -405,9 +343,9 @@ class BagInputs:
     """Joint states and trajectories in the model's joint names and order; ``names``: the bag's name
     of each model joint (the model's own unless a joint map renames it)."""
 
-    series: io.JointStateSeries
-    trajectories: list[io.TrajectoryMessage]
-    joint_states_raw: io.RawTopic
+    series: JointStateSeries
+    trajectories: list[TrajectoryMessage]
+    joint_states_raw: RawTopic
     names: tuple[str, ...] = ()
 
 
@@ -418,7 +356,7 @@ def read_inputs(
     joint_states: str = "joint_states",
     trajectory: str | None = "joint_trajectory",
     require_trajectory: bool = False,
-    progress: io.ProgressFn | None = None,
+    progress: ProgressFn | None = None,
     joint_map: Mapping[str, str] | None = None,
 ) -> BagInputs:
     """The joint states (in the model's joint order) and trajectories of a bag.
@@ -427,7 +365,7 @@ def read_inputs(
     against the model; unmapped joints keep their names). Joint states and trajectories are
     matched by the bag names and returned with the model's. ``trajectory`` is optional unless
     ``require_trajectory``; a missing joint-states topic, a topic of the wrong type or joint names
-    that do not match the model raise :class:`io.BagError`.
+    that do not match the model raise :class:`BagError`.
     """
     mapping = dict(joint_map or {})
     if mapping:
@@ -435,196 +373,27 @@ def read_inputs(
     bag_names = tuple(external_names(model.joint_names, mapping))
     to_model = dict(zip(bag_names, model.joint_names, strict=True))
     topics = [joint_states] + ([trajectory] if trajectory else [])
-    types = {joint_states: io.JOINT_STATE}
+    types = {joint_states: JOINT_STATE}
     if trajectory:
-        types[trajectory] = io.JOINT_TRAJECTORY
-    raw = io.read_topics(
+        types[trajectory] = JOINT_TRAJECTORY
+    raw = read_topics(
         path,
         topics,
         types=types,
         optional=[] if require_trajectory or not trajectory else [trajectory],
         progress=progress,
     )
-    js_raw = raw[io.topic_name(joint_states)]
+    js_raw = raw[topic_name(joint_states)]
     try:
-        series = io.decode_joint_states(js_raw, bag_names)
-    except io.BagError as exc:
+        series = decode_joint_states(js_raw, bag_names)
+    except BagError as exc:
         mapped = f" with joint map {mapping}" if mapping else ""
-        raise io.BagError(f"{path}: {exc} (robot {model.name!r}{mapped})") from None
+        raise BagError(f"{path}: {exc} (robot {model.name!r}{mapped})") from None
     series = replace(series, names=tuple(model.joint_names))
     trajs = (
-        io.decode_joint_trajectories(raw[io.topic_name(trajectory)])
-        if trajectory and io.topic_name(trajectory) in raw
-        else []
+        decode_joint_trajectories(raw[topic_name(trajectory)]) if trajectory and topic_name(trajectory) in raw else []
     )
     trajs = [replace(tr, names=tuple(to_model.get(n, n) for n in tr.names)) for tr in trajs] if mapping else trajs
     for tr in trajs:
         tr.sampler(model.joint_names)  # names must match the model
     return BagInputs(series, trajs, js_raw, bag_names)
-
-
-# ------------------------------------------------------------------------------------------------
-# outputs
-# ------------------------------------------------------------------------------------------------
-def write_output_bag(
-    path: str | Path,
-    ev: Evaluation,
-    inputs: BagInputs | None = None,
-    *,
-    storage: str = "mcap",
-    overwrite: bool = False,
-) -> Path:
-    """The evaluation as a bag with the input's receive times and header stamps.
-
-    Topics: the input joint states (copied), ``/robot_dynamics/model_efforts`` and ``..._no_friction``
-    (``JointState``: measured position/velocity, model effort), ``/robot_dynamics/acceleration``
-    (``Float64MultiArray``, the ``qdd`` used) and,
-    when computed, ``/robot_dynamics/feedforward_efforts`` (what the feed-forward node publishes).
-    Joint names are the bag's (``inputs.names``) when the inputs are given, as the node publishes them.
-    """
-    names = list(inputs.names) if inputs is not None and inputs.names else list(ev.joint_names)
-    with io.BagWriter(path, storage=storage, overwrite=overwrite) as w:
-        if inputs is not None:
-            raw = inputs.joint_states_raw
-            w.write_raw(raw.topic, raw.msgtype, raw.timestamps, raw.data)
-        w.write_joint_states(OUT_EFFORTS, ev.timestamps, names, ev.q, ev.qd, ev.model, stamps=ev.stamps)
-        w.write_joint_states(
-            OUT_EFFORTS_NO_FRICTION, ev.timestamps, names, ev.q, ev.qd, ev.model_no_friction, stamps=ev.stamps
-        )
-        w.write_float64_multiarray(OUT_ACCELERATION, ev.timestamps, ev.qdd)
-        if ev.feedforward is not None:
-            ff = ev.feedforward
-            w.write_joint_states(
-                OUT_FEEDFORWARD, ev.timestamps, names, ff.position, ff.velocity, ff.effort, stamps=ev.stamps
-            )
-    return Path(path)
-
-
-CSV_COLUMNS = (
-    "joint",
-    "rms_error_friction",
-    "max_error_friction",
-    "rms_error_no_friction",
-    "max_error_no_friction",
-    "rms_error_feedforward",
-    "max_error_feedforward",
-    "rms_measured",
-)
-
-
-def write_csv_stream(stream: TextIO, ev: Evaluation) -> None:
-    writer = csv.DictWriter(stream, fieldnames=CSV_COLUMNS, restval="", extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in ev.summary()["joints"]:
-        writer.writerow({k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in row.items()})
-
-
-def write_csv(path: str | Path, ev: Evaluation) -> Path:
-    """One row per joint (columns :data:`CSV_COLUMNS`; empty where not computed)."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as fh:
-        write_csv_stream(fh, ev)
-    return out
-
-
-def write_json(path: str | Path, ev: Evaluation) -> Path:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(ev.summary(), indent=2) + "\n")
-    return out
-
-
-def write_plot(path: str | Path, ev: Evaluation, *, extra: dict[str, FloatArray] | None = None) -> Path:
-    """Measured vs model torques per joint (plus ``extra`` labelled ``(N, n)`` curves)."""
-    from robot_dynamics.bag.plot import plot_torques
-
-    curves: dict[str, FloatArray | None] = {
-        "measured": ev.measured,
-        "model (friction)": ev.model,
-        "model (no friction)": ev.model_no_friction,
-        **(extra or {}),
-    }
-    title = f"{ev.robot}: {Path(ev.bag).name or 'bag'}, {ev.count} joint states, qdd from {ev.accel_source}"
-    return plot_torques(path, ev.t, ev.joint_names, curves, title=title)
-
-
-def format_table(ev: Evaluation) -> str:
-    """The per-joint summary as a fixed-width text table (errors = model - measured, N·m)."""
-    errors = ev.errors()
-    if not errors or ev.measured is None:
-        return f"{ev.count} samples; the bag has no measured efforts to compare with"
-    lines = [
-        f"{'':<10}{'with friction':^22}{'without friction':^22}{'measured':>10}",
-        f"{'joint':<10}{'RMS err':>11}{'max err':>11}{'RMS err':>11}{'max err':>11}{'RMS':>10}",
-    ]
-    for j, name in enumerate(ev.joint_names):
-        f, nf = errors["friction"], errors["no_friction"]
-        rms = math.sqrt(float(np.mean(ev.measured[:, j] ** 2)))
-        lines.append(f"{name:<10}{f.rms[j]:11.4f}{f.max[j]:11.4f}{nf.rms[j]:11.4f}{nf.max[j]:11.4f}{rms:10.3f}")
-    return "\n".join(lines)
-
-
-# ------------------------------------------------------------------------------------------------
-# replay check
-# ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ReplayComparison:
-    """Recorded node outputs matched to the input joint states by header stamp."""
-
-    expected: int
-    received: int
-    matched: int
-    duplicates: int
-    unmatched: int
-    max_abs_diff: float
-    max_abs_diff_per_joint: FloatArray
-    tracking: int
-    missing: tuple[int, ...] = ()  # indices of unanswered joint states (the first 20)
-
-    @property
-    def lost(self) -> int:
-        return self.expected - self.matched
-
-    def ok(self, tolerance: float = 1e-9) -> bool:
-        return self.lost == 0 and self.unmatched == 0 and self.duplicates == 0 and self.max_abs_diff <= tolerance
-
-    def describe(self, tolerance: float = 1e-9) -> str:
-        verdict = "OK" if self.ok(tolerance) else "MISMATCH"
-        where = f" (unanswered messages {list(self.missing)}{'...' if self.lost > len(self.missing) else ''})"
-        return (
-            f"node vs offline feed-forward: {self.matched}/{self.expected} joint states answered "
-            f"({self.tracking} tracking, {self.matched - self.tracking} holding), lost {self.lost}, "
-            f"unmatched {self.unmatched}, duplicates {self.duplicates}; max |difference| "
-            f"{self.max_abs_diff:.3e} N·m (tolerance {tolerance:g}): {verdict}" + (where if self.lost else "")
-        )
-
-
-def compare_feedforward(
-    series: io.JointStateSeries, offline: Feedforward, recorded: io.JointStateSeries
-) -> ReplayComparison:
-    """Matches the node's ``feedforward/efforts`` (stamped with the input stamps) to the offline torques."""
-    if recorded.names != series.names:
-        raise EvaluationError(f"recorded joint order {list(recorded.names)} differs from {list(series.names)}")
-    if recorded.effort is None:
-        raise EvaluationError(f"{recorded.topic}: recorded messages carry no effort")
-    order = np.argsort(series.stamps, kind="stable")
-    pos = np.searchsorted(series.stamps[order], recorded.stamps)
-    pos = np.clip(pos, 0, len(series) - 1)
-    idx = order[pos]
-    hit = series.stamps[idx] == recorded.stamps
-    matched_idx = idx[hit]
-    unique = np.unique(matched_idx)
-    diff = np.abs(recorded.effort[hit] - offline.effort[matched_idx])
-    per_joint = diff.max(axis=0) if diff.size else np.zeros(len(series.names))
-    return ReplayComparison(
-        expected=len(series),
-        received=len(recorded),
-        matched=int(unique.size),
-        duplicates=int(matched_idx.size - unique.size),
-        unmatched=int(np.sum(~hit)),
-        max_abs_diff=float(per_joint.max()) if per_joint.size else 0.0,
-        max_abs_diff_per_joint=per_joint,
-        tracking=int(np.sum(offline.tracking[unique])),
-        missing=tuple(int(k) for k in np.setdiff1d(np.arange(len(series)), unique)[:20]),
-    )

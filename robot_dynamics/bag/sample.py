@@ -31,8 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from robot_dynamics.bag import io
+from robot_dynamics.bag.writer import BagWriter
+from robot_dynamics.dynamics import inverse_dynamics, simulate
 from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.models import load_robot
+from robot_dynamics.user_input import check_joint_map, external_names
 
 DEFAULT_PATH = Path("data") / "puma560_sample"
 START_NS = 1_700_000_000_000_000_000  # 2023-11-14T22:13:20Z: a fixed, realistic epoch
@@ -104,8 +107,6 @@ class Reference:
 def simulate_sample(settings: SampleSettings = SampleSettings(), model: RobotModel | None = None) -> SampleData:
     """Simulates the sample (no file written); ``model``: ``settings.robot`` already loaded (e.g. with
     a chain or locked joints chosen)."""
-    from robot_dynamics import inverse_dynamics, load_robot, simulate
-
     model = model if model is not None else load_robot(settings.robot)
     n = model.dof
     rng = np.random.default_rng(settings.seed)
@@ -171,13 +172,11 @@ def write_sample_bag(
     ``joint_map`` (``{bag name: model name}``): the joints are written with their bag names, as a
     driver that names them differently would publish them.
     """
-    from robot_dynamics.user_input import check_joint_map, external_names
-
     data = simulate_sample(settings, model)
     if joint_map:
         check_joint_map(data.model, joint_map, "joint map")
     names = external_names(data.model.joint_names, joint_map or {})
-    with io.BagWriter(path, storage=settings.storage, overwrite=overwrite) as w:
+    with BagWriter(path, storage=settings.storage, overwrite=overwrite) as w:
         w.write_joint_trajectory(
             "joint_trajectory",
             data.traj_timestamp,

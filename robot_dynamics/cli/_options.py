@@ -16,8 +16,8 @@ import argparse
 import sys
 import warnings
 
-from ..io.robots import DEFAULT_ROBOT, load_robot
 from ..model import RobotModel
+from ..models.robots import DEFAULT_ROBOT, load_robot
 from ..user_input import check_joint_map, parse_joint_map, parse_locked_joints
 
 ROBOT_HELP = "bundled robot name, DH YAML file or URDF file"

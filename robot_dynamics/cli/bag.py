@@ -15,7 +15,7 @@ from typing import Any
 
 from robot_dynamics.cli._options import add_robot_options, joint_map_from_args, load_robot_from_args
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.io.robots import DEFAULT_ROBOT
+from robot_dynamics.models.robots import DEFAULT_ROBOT
 
 DEFAULT_TRAJECTORY = "joint_trajectory"
 #: Topics the feed-forward node publishes (recorded by default by ``replay``).
@@ -98,12 +98,12 @@ def _register_evaluate(sub: Any) -> None:
 
 
 def _read_with_progress(args: argparse.Namespace, model: Any, require_trajectory: bool = False) -> Any:
-    from robot_dynamics.bag import io
     from robot_dynamics.bag.evaluate import read_inputs
     from robot_dynamics.bag.progress import Progress
+    from robot_dynamics.bag.reader import bag_summary, topic_name
 
-    summary = io.bag_summary(args.bag)
-    wanted = {io.topic_name(args.joint_states)} | ({io.topic_name(args.trajectory)} if args.trajectory else set())
+    summary = bag_summary(args.bag)
+    wanted = {topic_name(args.joint_states)} | ({topic_name(args.trajectory)} if args.trajectory else set())
     total = sum(t.count for name, t in summary.topics.items() if name in wanted)
     with Progress(total, f"reading {Path(args.bag).name}", enabled=getattr(args, "progress", None)) as bar:
         return read_inputs(
@@ -127,6 +127,7 @@ def _write_text(path: str, text: str) -> None:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from robot_dynamics.bag import evaluate as ev_mod
+    from robot_dynamics.bag.report import format_table, write_csv, write_csv_stream, write_output_bag, write_plot
 
     model = load_robot_from_args(args)
     inputs = _read_with_progress(args, model, require_trajectory=args.accel == "trajectory")
@@ -147,26 +148,26 @@ def run_evaluate(args: argparse.Namespace) -> int:
     to_stdout = args.csv == "-" or args.json == "-"
     log = sys.stderr if to_stdout else sys.stdout
     print(_describe(ev), file=log)
-    print(ev_mod.format_table(ev), file=log)
+    print(format_table(ev), file=log)
     if args.out:
-        ev_mod.write_output_bag(args.out, ev, inputs, storage=args.storage, overwrite=args.force)
+        write_output_bag(args.out, ev, inputs, storage=args.storage, overwrite=args.force)
         print(f"wrote {args.out}", file=log)
     if args.csv:
         if args.csv == "-":
             import io as stdio
 
             buffer = stdio.StringIO()
-            ev_mod.write_csv_stream(buffer, ev)
+            write_csv_stream(buffer, ev)
             _write_text("-", buffer.getvalue())
         else:
-            ev_mod.write_csv(args.csv, ev)
+            write_csv(args.csv, ev)
             print(f"wrote {args.csv}", file=log)
     if args.json:
         _write_text(args.json, json.dumps(ev.summary(), indent=2) + "\n")
         if args.json != "-":
             print(f"wrote {args.json}", file=log)
     if args.plot:
-        ev_mod.write_plot(args.plot, ev)
+        write_plot(args.plot, ev)
         print(f"wrote {args.plot}", file=log)
     return 0
 
@@ -229,14 +230,14 @@ def _register_replay(sub: Any) -> None:
 
 
 def parse_record(items: list[str] | None) -> dict[str, str]:
-    from robot_dynamics.bag import io
+    from robot_dynamics.bag.reader import topic_name
 
     if not items:
         return dict(FEEDFORWARD_TOPICS)
     out = {}
     for item in items:
         topic, _, msgtype = item.partition(":")
-        name = io.topic_name(topic)
+        name = topic_name(topic)
         if not msgtype:
             if name not in FEEDFORWARD_TOPICS:
                 raise RobotDynamicsError(
@@ -256,8 +257,9 @@ def _positive(value: float, option: str, *, zero: bool = False) -> None:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from robot_dynamics.bag import io
+    from robot_dynamics.bag.decode import decode_joint_states
     from robot_dynamics.bag.progress import Progress
+    from robot_dynamics.bag.reader import bag_summary, topic_name
     from robot_dynamics.ros.replay import all_ready, diagnostics_ready, replay
 
     _positive(args.rate, "--rate")
@@ -265,15 +267,15 @@ def run_replay(args: argparse.Namespace) -> int:
     _positive(args.tolerance, "--tolerance", zero=True)
     record = parse_record(args.record)
     nodes = args.wait_for_node or []
-    ready = all_ready([diagnostics_ready(f"robot_dynamics: {io.topic_name(n)}") for n in nodes]) if nodes else None
+    ready = all_ready([diagnostics_ready(f"robot_dynamics: {topic_name(n)}") for n in nodes]) if nodes else None
     if args.check and "/feedforward/efforts" not in record:
         raise RobotDynamicsError("--check needs /feedforward/efforts to be recorded")
     # the offline side of --check first: bad robot options or bag contents stop before the replay
     offline = _offline_feedforward(args) if args.check else None
 
-    summary = io.bag_summary(args.bag)
-    played = [io.topic_name(t) for t in args.topics] if args.topics else list(summary.topics)
-    js = io.topic_name(args.joint_states)
+    summary = bag_summary(args.bag)
+    played = [topic_name(t) for t in args.topics] if args.topics else list(summary.topics)
+    js = topic_name(args.joint_states)
     n_js = summary.topics[js].count if js in played and js in summary.topics else 0
     expect = {t: n_js for t in record if t in FEEDFORWARD_TOPICS and n_js}
     total = sum(summary.topics[t].count for t in played if t in summary.topics)
@@ -297,10 +299,10 @@ def run_replay(args: argparse.Namespace) -> int:
     cmp = None
     if offline is not None:
         inputs, ff = offline
-        from robot_dynamics.bag.evaluate import compare_feedforward
+        from robot_dynamics.bag.report import compare_feedforward
 
         # the node publishes the topic's joint names (the bag's, with a joint map)
-        recorded = io.decode_joint_states(result.recordings["/feedforward/efforts"], inputs.names)
+        recorded = decode_joint_states(result.recordings["/feedforward/efforts"], inputs.names)
         cmp = compare_feedforward(inputs.series, ff, replace(recorded, names=inputs.series.names))
         status |= 0 if cmp.ok(args.tolerance) else 1
     if args.json:
@@ -413,7 +415,7 @@ def _register_sample(sub: Any) -> None:
 
 
 def run_sample(args: argparse.Namespace) -> int:
-    from robot_dynamics.bag import io
+    from robot_dynamics.bag.reader import bag_summary
     from robot_dynamics.bag.sample import SampleSettings, write_sample_bag
 
     if not 1.5 < args.duration < math.inf:
@@ -425,7 +427,7 @@ def run_sample(args: argparse.Namespace) -> int:
         robot=args.robot, duration=args.duration, rate=args.rate, seed=args.seed, storage=args.storage
     )
     write_sample_bag(args.out, settings, overwrite=args.force, model=model, joint_map=joint_map_from_args(args))
-    summary = io.bag_summary(args.out)
+    summary = bag_summary(args.out)
     if args.json:
         topics = [{"topic": t.topic, "type": t.msgtype, "messages": t.count} for t in summary.topics.values()]
         payload = {

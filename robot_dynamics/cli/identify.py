@@ -87,7 +87,7 @@ def _format(args: argparse.Namespace) -> str:
 def run_identify(args: argparse.Namespace) -> int:
     from ..identification.pipeline import identify
     from ..identification.report import format_table, json_text, model_text, render_plot, temporary_path
-    from ..io.chain_yaml import write_text_atomic
+    from ..models.chain_yaml import write_text_atomic
 
     if not 0.0 <= args.holdout < 1.0:
         raise RobotDynamicsError(f"--holdout must be in [0, 1), got {args.holdout}")

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ..io.dh_yaml import dh_reference
-from ..io.export_urdf import model_to_urdf
-from ..io.robots import DEFAULT_ROBOT, bundled_robots
 from ..model import Joint, RobotModel, dh_joint_frames
+from ..models.dh_yaml import dh_reference
+from ..models.export_urdf import model_to_urdf
+from ..models.robots import DEFAULT_ROBOT, bundled_robots
 from ._options import add_robot_options, load_robot_from_args
 
 

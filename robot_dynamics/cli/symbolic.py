@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..io.robots import DEFAULT_ROBOT
+from ..models.robots import DEFAULT_ROBOT
 from ._options import add_robot_options, load_robot_from_args
 
 #: ``schedule``'s default robot: the thesis's PUMA 560 (modified DH, Dhanaraj 1990).

@@ -1,5 +1,9 @@
 """Excitation trajectories for identification: a finite Fourier series with a well-conditioned regressor.
 
+(The module is longer than 400 lines because the design is one algorithm: the objective, its analytic
+gradient, the limit constraints and the multi-start driver; the series itself is in ``fourier.py``
+and the trajectory files in ``excitation_files.py``.)
+
 Swevers, Ganseman, Tükel, De Schutter & Van Brussel, "Optimal robot excitation and identification",
 IEEE Trans. Robotics and Automation 13(5), 1997, eq. (8): every joint follows a periodic finite
 Fourier series of base angular frequency ``w = 2 pi f``,

@@ -10,7 +10,7 @@ reads it back.
 **Bag** (any other path: a rosbag2 directory, storage ``mcap`` (default) or ``sqlite3``, chosen by
 ``storage`` or the suffix ``.mcap`` / ``.db3``): the one message on ``/joint_trajectory``
 (:data:`TOPIC`), the topic the feed-forward node subscribes to, written with
-:class:`robot_dynamics.bag.io.BagWriter` (header stamp 0, so the node starts it on receipt):
+:class:`robot_dynamics.bag.BagWriter` (header stamp 0, so the node starts it on receipt):
 ``ros2 bag play`` or ``robot-dynamics replay`` sends it. Optionally with the ``/joint_states`` of
 an ideal robot following it (:func:`write_trajectory`), a dry run through the nodes and tools.
 """
@@ -25,12 +25,14 @@ from typing import Any
 import numpy as np
 import yaml
 
-from robot_dynamics.bag import io
+from robot_dynamics.bag.decode import TrajectoryMessage, decode_joint_trajectories
+from robot_dynamics.bag.reader import JOINT_TRAJECTORY, STORAGES, BagError, read_topics, topic_name
 from robot_dynamics.bag.sample import START_NS
+from robot_dynamics.bag.writer import BagWriter
 from robot_dynamics.dynamics import inverse_dynamics
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.io.chain_yaml import write_text_atomic
 from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.models.chain_yaml import write_text_atomic
 
 from .base import BaseParameters
 from .excitation import ExcitationResult, condition_number
@@ -48,8 +50,8 @@ def is_yaml(path: str | Path) -> bool:
 def bag_storage(path: str | Path, storage: str | None = None) -> str:
     """``storage`` if given, else from the suffix (``.db3``/``.sqlite3`` -> sqlite3), else mcap."""
     if storage is not None:
-        if storage not in io.STORAGES:
-            raise io.BagError(f"unknown bag storage {storage!r} (expected one of {list(io.STORAGES)})")
+        if storage not in STORAGES:
+            raise BagError(f"unknown bag storage {storage!r} (expected one of {list(STORAGES)})")
         return storage
     return "sqlite3" if Path(path).suffix.lower() in (".db3", ".sqlite3") else "mcap"
 
@@ -132,7 +134,7 @@ def write_trajectory(
         )
         return write_text_atomic(out, text)
     stamp = START_NS + round(LEAD_S * 1e9) if joint_states else 0
-    with io.BagWriter(out, storage=bag_storage(out, storage), overwrite=overwrite) as writer:
+    with BagWriter(out, storage=bag_storage(out, storage), overwrite=overwrite) as writer:
         writer.write_joint_trajectory(
             TOPIC,
             START_NS,
@@ -165,7 +167,7 @@ def _float_rows(points: list[Any], key: str, n: int, where: str) -> FloatArray |
     return arr
 
 
-def read_trajectory_yaml(path: str | Path) -> io.TrajectoryMessage:
+def read_trajectory_yaml(path: str | Path) -> TrajectoryMessage:
     """A JointTrajectory YAML file (module docstring) as the bag decoder's :class:`TrajectoryMessage`."""
     where = str(path)
     try:
@@ -188,17 +190,17 @@ def read_trajectory_yaml(path: str | Path) -> io.TrajectoryMessage:
         stamp_ns = int(stamp["sec"]) * 1_000_000_000 + int(stamp["nanosec"])
     except (KeyError, TypeError):
         raise RobotDynamicsError(f"{where}: time_from_start/stamp: expected {{sec, nanosec}} in every point") from None
-    return io.TrajectoryMessage(0, stamp_ns, names, times, q, qd, qdd)
+    return TrajectoryMessage(0, stamp_ns, names, times, q, qd, qdd)
 
 
-def read_trajectory(path: str | Path, topic: str = TOPIC) -> io.TrajectoryMessage:
+def read_trajectory(path: str | Path, topic: str = TOPIC) -> TrajectoryMessage:
     """The (first) JointTrajectory of a YAML file or of a bag's ``topic``."""
     if is_yaml(path):
         return read_trajectory_yaml(path)
-    raw = io.read_topics(path, [topic], types={topic: io.JOINT_TRAJECTORY})
-    messages = io.decode_joint_trajectories(raw[io.topic_name(topic)])
+    raw = read_topics(path, [topic], types={topic: JOINT_TRAJECTORY})
+    messages = decode_joint_trajectories(raw[topic_name(topic)])
     if not messages:
-        raise io.BagError(f"{path}: no message on {io.topic_name(topic)}")
+        raise BagError(f"{path}: no message on {topic_name(topic)}")
     return messages[0]
 
 

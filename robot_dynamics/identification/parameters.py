@@ -36,8 +36,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from robot_dynamics.errors import ModelError, RobotDynamicsError
 from robot_dynamics.friction.parameters import friction_parameters
-from robot_dynamics.io.validation import inertia_problem
 from robot_dynamics.model import FloatArray, Inertial, JointFriction, Motor, RobotModel
+from robot_dynamics.models.validation import inertia_problem
 
 CoulombKind = Literal["tanh", "sign", "none"]
 INERTIAL_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from robot_dynamics.errors import ModelError
-from robot_dynamics.io.robots import DEFAULT_ROBOT, load_robot
 from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.models.robots import DEFAULT_ROBOT, load_robot
 
 from .base import BaseParameters, base_parameters
 from .consistent import fit_consistent
@@ -194,7 +194,7 @@ def _identified_model(
     regrouped, e.g. the PUMA's first link): kept with a warning when the model stays loadable
     (mass >= 0, inertia positive semi-definite, friction and armature >= 0), refused otherwise.
     """
-    from robot_dynamics.io.validation import inertia_definiteness_problem
+    from robot_dynamics.models.validation import inertia_definiteness_problem
 
     try:
         if consistent:

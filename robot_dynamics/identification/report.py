@@ -3,10 +3,10 @@
 Every file is written atomically (a temporary file in the same directory, then a rename), and the
 callers write only after a successful fit, so a failed run leaves nothing behind.
 
-The model file is a ``format: chain`` robot YAML (:mod:`robot_dynamics.io.chain_yaml`) that
+The model file is a ``format: chain`` robot YAML (:mod:`robot_dynamics.models.chain_yaml`) that
 ``load_robot``, ``evaluate`` and every node accept, with an ``identified:`` metadata block (source
 robot, bags, date, method, parameter set, RMS errors). ``fmt="urdf"`` writes a URDF instead
-(:func:`robot_dynamics.io.model_to_urdf`): URDF's ``<dynamics damping friction>`` hold only viscous
+(:func:`robot_dynamics.models.model_to_urdf`): URDF's ``<dynamics damping friction>`` hold only viscous
 and symmetric Coulomb friction; the asymmetric levels, the tanh width and the motor data go into the
 ``<robot_dynamics>`` element, which robot_dynamics reads back and other URDF tools ignore.
 """
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from robot_dynamics.io.chain_yaml import dumps_chain_yaml, write_text_atomic
 from robot_dynamics.model import FloatArray
+from robot_dynamics.models.chain_yaml import dumps_chain_yaml, write_text_atomic
 
 from .parameters import IdentificationError, link_parameters, nominal_parameters, physical_problem
 from .pipeline import IdentificationResult
@@ -35,7 +35,7 @@ FORMATS = ("yaml", "urdf")
 
 def robot_label(result: IdentificationResult) -> str:
     """The stock model's source as a user names it: a bundled robot by name, else its file (or name)."""
-    from robot_dynamics.io.robots import bundled_robot_path, bundled_robots
+    from robot_dynamics.models.robots import bundled_robot_path, bundled_robots
 
     model = result.model
     source = model.source or model.name
@@ -232,7 +232,7 @@ def model_text(result: IdentificationResult, fmt: str = "yaml") -> str:
     if fmt == "yaml":
         return dumps_chain_yaml(result.identified, identified=metadata(result), header=header)
     if fmt == "urdf":
-        from robot_dynamics.io import model_to_urdf
+        from robot_dynamics.models import model_to_urdf
 
         text = model_to_urdf(result.identified)
         note = (

@@ -3,7 +3,7 @@
 For each bag, independently of every other (so bags can be processed anywhere and summed):
 
 1. read the ``sensor_msgs/JointState`` stream with the project's bag reader
-   (:func:`robot_dynamics.bag.io.read_topics`, :func:`~robot_dynamics.bag.io.decode_joint_states`)
+   (:func:`robot_dynamics.bag.read_topics`, :func:`~robot_dynamics.bag.decode_joint_states`)
    in the model's joint order (``joint_map`` renames bag joints to model joints);
 2. differentiate with the Savitzky–Golay filter on the real stamps
    (:mod:`robot_dynamics.bag.differentiate`): ``qdd`` from the measured velocity (or ``qd`` and ``qdd``
@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from robot_dynamics.bag import io
+from robot_dynamics.bag.decode import JointStateSeries, decode_joint_states
 from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER, DEFAULT_WINDOW_S, SavitzkyGolay, savgol
+from robot_dynamics.bag.reader import JOINT_STATE, BagError, read_topics, topic_name
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import FloatArray, RobotModel
 
@@ -142,13 +143,13 @@ def bag_names_for(model: RobotModel, joint_map: Mapping[str, str]) -> list[str]:
     return [reverse.get(name, name) for name in model.joint_names]
 
 
-def read_bag(path: str, model: RobotModel, settings: PipelineSettings) -> io.JointStateSeries:
+def read_bag(path: str, model: RobotModel, settings: PipelineSettings) -> JointStateSeries:
     """The joint states of a bag in the model's joint order (efforts required)."""
-    raw = io.read_topics(path, [settings.joint_states], types={settings.joint_states: io.JOINT_STATE})
+    raw = read_topics(path, [settings.joint_states], types={settings.joint_states: JOINT_STATE})
     names = bag_names_for(model, dict(settings.joint_map))
     try:
-        series = io.decode_joint_states(raw[io.topic_name(settings.joint_states)], names)
-    except io.BagError as exc:
+        series = decode_joint_states(raw[topic_name(settings.joint_states)], names)
+    except BagError as exc:
         raise IdentificationError(f"{path}: {exc} (robot {model.name!r})") from None
     if series.effort is None:
         raise IdentificationError(
@@ -158,7 +159,7 @@ def read_bag(path: str, model: RobotModel, settings: PipelineSettings) -> io.Joi
     return series
 
 
-def _finite_rows(path: str, series: io.JointStateSeries) -> None:
+def _finite_rows(path: str, series: JointStateSeries) -> None:
     for what, values in (("position", series.position), ("velocity", series.velocity), ("effort", series.effort)):
         if values is None:
             continue

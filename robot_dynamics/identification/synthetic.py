@@ -113,9 +113,9 @@ def write_bag(
     storage: str = "mcap",
 ) -> Path:
     """A rosbag2 bag with the recording's joint states (receive times 0.3 ms after the stamps)."""
-    from robot_dynamics.bag import io
+    from robot_dynamics.bag.writer import BagWriter
 
-    with io.BagWriter(path, storage=storage, overwrite=True) as writer:
+    with BagWriter(path, storage=storage, overwrite=True) as writer:
         writer.write_joint_states(
             topic,
             rec.stamps + 300_000,

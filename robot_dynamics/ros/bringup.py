@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from rclpy.utilities import remove_ros_args
 
-from robot_dynamics.ros.common import NodeFactory, run_nodes
+from robot_dynamics.ros.process import NodeFactory, run_nodes
 
 
 def build_parser() -> argparse.ArgumentParser:

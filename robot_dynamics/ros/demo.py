@@ -148,12 +148,21 @@ def run(
     parameters from :func:`robot_parameters`); ``joint_map``: bag name → model name."""
     from robot_dynamics import load_robot
     from robot_dynamics.bag import evaluate as ev_mod
-    from robot_dynamics.bag import io
+    from robot_dynamics.bag.decode import decode_joint_states
+    from robot_dynamics.bag.reader import FLOAT64_MULTIARRAY, JOINT_STATE, BagError, bag_summary
+    from robot_dynamics.bag.report import (
+        compare_feedforward,
+        format_table,
+        write_csv,
+        write_json,
+        write_output_bag,
+        write_plot,
+    )
 
     started = time.monotonic()
     bag_path = bag if bag is not None else DEFAULT_BAG
     if not bag_path.exists():
-        raise io.BagError(
+        raise BagError(
             f"sample bag {bag_path} not found (regenerate it with: robot-dynamics make-sample-bag {bag_path})"
         )
     out.mkdir(parents=True, exist_ok=True)
@@ -174,21 +183,21 @@ def run(
     ev = ev_mod.evaluate(
         model, inputs.series, inputs.trajectories, smooth=True, friction_velocity="desired", bag=str(bag_path)
     )
-    summary = io.bag_summary(bag_path)
+    summary = bag_summary(bag_path)
     rate_hz = (ev.count - 1) / ev.t[-1]
     _say(f"robot_dynamics demo: {model.name}, sample bag {bag_path.name} ({summary.storage})")
     _say(
         f"  {ev.count} joint states over {ev.t[-1]:.2f} s (~{rate_hz:.0f} Hz, jittered stamps), "
         f"{len(inputs.trajectories)} desired trajectory; ROS_DOMAIN_ID={domain_id}, localhost discovery"
     )
-    ev_mod.write_output_bag(out / "evaluation_bag", ev, inputs, overwrite=True)
-    ev_mod.write_csv(out / "evaluation.csv", ev)
-    ev_mod.write_json(out / "evaluation.json", ev)
+    write_output_bag(out / "evaluation_bag", ev, inputs, overwrite=True)
+    write_csv(out / "evaluation.csv", ev)
+    write_json(out / "evaluation.json", ev)
 
     # 2.-3. live nodes and replay -----------------------------------------------------------------
     from robot_dynamics.ros.replay import replay
 
-    record = {"/feedforward/efforts": io.JOINT_STATE, "/feedforward/commands": io.FLOAT64_MULTIARRAY}
+    record = {"/feedforward/efforts": JOINT_STATE, "/feedforward/commands": FLOAT64_MULTIARRAY}
     with open(out / "nodes.log", "wb") as log:
         nodes = start_nodes(robot, log, env, {**NODE_PARAMETERS, **(chain or {})})
         try:
@@ -212,16 +221,16 @@ def run(
 
     # 4. check and report -------------------------------------------------------------------------
     # the node publishes the topic's (the bag's) joint names
-    recorded = io.decode_joint_states(result.recordings["/feedforward/efforts"], inputs.names)
+    recorded = decode_joint_states(result.recordings["/feedforward/efforts"], inputs.names)
     recorded = replace(recorded, names=inputs.series.names)
     assert ev.feedforward is not None
-    cmp = ev_mod.compare_feedforward(inputs.series, ev.feedforward, recorded)
+    cmp = compare_feedforward(inputs.series, ev.feedforward, recorded)
     commands = result.recordings["/feedforward/commands"]
     node_effort = np.full_like(ev.model, np.nan)
     order = np.searchsorted(ev.stamps, recorded.stamps).clip(0, ev.count - 1)
     hit = ev.stamps[order] == recorded.stamps
     node_effort[order[hit]] = recorded.effort[hit] if recorded.effort is not None else np.nan
-    ev_mod.write_plot(out / "evaluation.png", ev, extra={"feed-forward node (replayed)": node_effort})
+    write_plot(out / "evaluation.png", ev, extra={"feed-forward node (replayed)": node_effort})
 
     _say()
     _say("Offline evaluation: inverse dynamics at the measured motion vs measured efforts")
@@ -230,7 +239,7 @@ def run(
         f"(qdd: Savitzky-Golay d/dt of the measured velocity, {ev.filter.window} samples, cubic; "
         "friction at the measured velocity; errors = model - measured, N·m)"
     )
-    _say(ev_mod.format_table(ev))
+    _say(format_table(ev))
     _say()
     _say(
         f"Live replay through feedforward_node ({rate:g}x, /clock, use_sim_time): "

@@ -21,6 +21,8 @@ Torques: while a trajectory is active, the inverse dynamics (Newton–Euler, Fu 
 desired ``q, qd, qdd`` sampled at the joint state's stamp (node clock if zero), plus friction at the
 desired or measured velocity (parameter ``friction_velocity``); otherwise gravity + friction
 compensation at the measured state, ``c(q) + b(qd)``. Friction uses the smooth model by default.
+The law and the trajectory activation rules are :mod:`robot_dynamics.feedforward` (ROS-free, shared
+with the offline bag evaluation).
 """
 
 from __future__ import annotations
@@ -34,92 +36,21 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.errors import StateError
+from robot_dynamics.feedforward import FRICTION_VELOCITY_CHOICES, FeedforwardLaw, TrajectorySchedule
 from robot_dynamics.model import FloatArray, RobotModel
-from robot_dynamics.ros.common import (
+from robot_dynamics.ros.messages import (
     DATA_QOS,
-    RobotNode,
     StartupError,
     as_double_array,
     qos_from_name,
-    run_nodes,
     stamp_to_ns,
     trajectory_from_msg,
 )
-from robot_dynamics.ros.common import JointStateMatcher as _Matcher
+from robot_dynamics.ros.messages import JointStateMatcher as _Matcher
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
+from robot_dynamics.ros.process import run_nodes
+from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_choice
 from robot_dynamics.trajectory import JointTrajectorySampler
-
-FRICTION_VELOCITY_CHOICES = ("desired", "measured")
-
-
-class FeedforwardLaw:
-    """The node's torque law, ROS-free: the engine's inverse dynamics plus friction at a chosen velocity.
-
-    ``torque(q, qd, qdd, friction, smooth, friction_velocity)``: with ``friction_velocity=None`` this is
-    ``inverse_dynamics(q, qd, qdd, friction=friction, smooth=smooth)``; otherwise the frictionless
-    ``inverse_dynamics(q, qd, qdd, friction=False)`` plus the engine's friction at ``friction_velocity``
-    with the joint torque (and, for bearing friction, the joint reactions) of the same state
-    (``friction_total``: one state runs the friction package's compiled single-state program).
-    """
-
-    def __init__(self, model: RobotModel) -> None:
-        from robot_dynamics.dynamics import gravity_torques, inverse_dynamics, rnea_with_reactions
-        from robot_dynamics.friction import friction_total, needs_reactions
-
-        self._inverse_dynamics = inverse_dynamics
-        self._gravity = gravity_torques
-        self._reactions = rnea_with_reactions
-        self._friction_total = friction_total
-        self.model = model
-        self.zeros = np.zeros(model.dof)
-        self.zeros.setflags(write=False)
-        self.has_friction = model.has_friction
-        self.needs_reactions = self.has_friction and needs_reactions(model)
-
-    def _friction(
-        self, velocity: FloatArray, tau_joint: FloatArray, q: FloatArray, qd: FloatArray, qdd: FloatArray, smooth: bool
-    ) -> FloatArray:
-        # friction_total runs one state through the friction package's compiled single-state program
-        force = moment = None
-        if self.needs_reactions:
-            _, force, moment = self._reactions(self.model, q, qd, qdd)
-        return self._friction_total(self.model, velocity, tau_joint, force, moment, smooth=smooth)
-
-    def torque(
-        self,
-        q: FloatArray,
-        qd: FloatArray,
-        qdd: FloatArray,
-        friction: bool,
-        smooth: bool,
-        friction_velocity: FloatArray | None = None,
-    ) -> FloatArray:
-        model = self.model
-        if not (friction and self.has_friction):
-            return np.asarray(self._inverse_dynamics(model, q, qd, qdd, friction=False), dtype=np.float64)
-        if friction_velocity is None:
-            return np.asarray(self._inverse_dynamics(model, q, qd, qdd, friction=True, smooth=smooth), dtype=np.float64)
-        tau_joint = np.asarray(self._inverse_dynamics(model, q, qd, qdd, friction=False), dtype=np.float64)
-        return tau_joint + self._friction(friction_velocity, tau_joint, q, qd, qdd, smooth)
-
-    def holding(self, q: FloatArray, qd: FloatArray, friction: bool, smooth: bool) -> FloatArray:
-        """Gravity + friction compensation at the measured state: ``c(q) + b(qd)``."""
-        c = np.asarray(self._gravity(self.model, q), dtype=np.float64)
-        if not (friction and self.has_friction):
-            return c
-        return c + self._friction(qd, c, q, self.zeros, self.zeros, smooth)
-
-    def tracking(
-        self,
-        q: FloatArray,
-        qd: FloatArray,
-        qdd: FloatArray,
-        friction: bool,
-        smooth: bool,
-        measured_velocity: FloatArray | None = None,
-    ) -> FloatArray:
-        """Inverse dynamics at the desired state; friction at the desired velocity, or the measured one."""
-        return self.torque(q, qd, qdd, friction, smooth, friction_velocity=measured_velocity)
 
 
 class FeedforwardNode(RobotNode):
@@ -128,15 +59,15 @@ class FeedforwardNode(RobotNode):
         self.friction = True
         self.smooth = True
         self.use_measured_velocity = False
-        self.declare_dynamic("friction", True, "add friction compensation", _check_bool, self._set_friction)
+        self.declare_dynamic("friction", True, "add friction compensation", check_bool, self._set_friction)
         self.declare_dynamic(
-            "smooth_friction", True, "chatter-free (smooth) friction model", _check_bool, self._set_smooth
+            "smooth_friction", True, "chatter-free (smooth) friction model", check_bool, self._set_smooth
         )
         self.declare_dynamic(
             "friction_velocity",
             "desired",
             "velocity for friction compensation while tracking: desired | measured",
-            _check_choice(FRICTION_VELOCITY_CHOICES),
+            check_choice(FRICTION_VELOCITY_CHOICES),
             self._set_friction_velocity,
         )
         self.declare("joint_states_qos", "reliable", "QoS of joint_states: reliable | sensor_data", read_only=True)
@@ -144,8 +75,7 @@ class FeedforwardNode(RobotNode):
         self.declare("publish_efforts", True, "publish feedforward/efforts", read_only=True)
         self.law: FeedforwardLaw | None = None
         self.matcher: _Matcher | None = None
-        self.pending: tuple[JointTrajectorySampler, int] | None = None
-        self.active: tuple[JointTrajectorySampler, int] | None = None
+        self.schedule = TrajectorySchedule()
         self.trajectories_accepted = 0
         self.trajectories_finished = 0
         self.trajectories_cancelled = 0
@@ -170,6 +100,16 @@ class FeedforwardNode(RobotNode):
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, DATA_QOS)
         self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
 
+    @property
+    def pending(self) -> tuple[JointTrajectorySampler, int] | None:
+        """The trajectory waiting for its start: ``(sampler, start ns)`` or None."""
+        return self.schedule.pending
+
+    @property
+    def active(self) -> tuple[JointTrajectorySampler, int] | None:
+        """The trajectory being tracked: ``(sampler, start ns)`` or None."""
+        return self.schedule.active
+
     # -- parameters -------------------------------------------------------------------------------
     def _set_friction(self, value: bool) -> None:
         self.friction = bool(value)
@@ -183,7 +123,7 @@ class FeedforwardNode(RobotNode):
     def on_model(self, model: RobotModel) -> None:
         self.law = FeedforwardLaw(model)
         self.matcher = _Matcher(model.joint_names)
-        self.pending = self.active = None
+        self.schedule = TrajectorySchedule()
         n = model.dof
         self._commands = Float64MultiArray()
         self._commands.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
@@ -205,26 +145,18 @@ class FeedforwardNode(RobotNode):
             self.reject("trajectory", "no robot model yet")
             return
         if not msg.points:  # no points: stop tracking (ros_controllers' topic convention)
-            cancelled = [what for what, slot in (("active", self.active), ("pending", self.pending)) if slot]
-            self.active = self.pending = None
+            cancelled = self.schedule.cancel()
             self.trajectories_cancelled += 1
             what = " and ".join(cancelled) or "nothing"
             self.get_logger().info(f"empty trajectory: cancelled {what}; holding (gravity + friction compensation)")
             return
+        now = self.get_clock().now().nanoseconds
         try:
             sampler = trajectory_from_msg(msg, model.joint_names)
+            start = self.schedule.submit(sampler, stamp_to_ns(msg.header.stamp), now)
         except StateError as exc:
             self.reject("trajectory", exc)
             return
-        now = self.get_clock().now().nanoseconds
-        start = stamp_to_ns(msg.header.stamp) or now
-        end = start + round(sampler.end_time * 1e9)
-        if end < now:
-            self.reject(
-                "trajectory", f"trajectory ends in the past ({(now - end) * 1e-9:.3f} s ago; start stamp {start} ns)"
-            )
-            return
-        self.pending = (sampler, start)
         self.trajectories_accepted += 1
         self.get_logger().info(
             f"trajectory accepted: {len(sampler.times)} points, {sampler.kind} interpolation, "
@@ -248,31 +180,23 @@ class FeedforwardNode(RobotNode):
         if stamp == 0:
             stamp_msg = self.get_clock().now().to_msg()
             stamp = stamp_to_ns(stamp_msg)
-        pending = self.pending
-        if pending is not None and stamp >= pending[1]:
-            self.active = (pending[0].with_start_state(q, qd), pending[1])
-            self.pending = None
         tau: FloatArray
-        active = self.active
         try:
-            if active is not None:
-                t = (stamp - active[1]) * 1e-9
-                if t > active[0].end_time:
-                    self.active = None
-                    self.trajectories_finished += 1
-                    self.get_logger().info("trajectory finished; holding (gravity + friction compensation)")
-                else:
-                    d = active[0].sample(t)
-                    q_out, qd_out = d.positions, d.velocities
-                    tau = law.tracking(
-                        d.positions,
-                        d.velocities,
-                        d.accelerations,
-                        self.friction,
-                        self.smooth,
-                        qd if self.use_measured_velocity else None,
-                    )
-            if self.active is None:
+            desired, finished = self.schedule.step(stamp, q, qd)
+            if finished:
+                self.trajectories_finished += 1
+                self.get_logger().info("trajectory finished; holding (gravity + friction compensation)")
+            if desired is not None:
+                q_out, qd_out = desired.positions, desired.velocities
+                tau = law.tracking(
+                    desired.positions,
+                    desired.velocities,
+                    desired.accelerations,
+                    self.friction,
+                    self.smooth,
+                    qd if self.use_measured_velocity else None,
+                )
+            else:
                 q_out, qd_out = q, qd
                 tau = law.holding(q, qd, self.friction, self.smooth)
         except (ValueError, FloatingPointError) as exc:  # the engine refused the state
@@ -297,7 +221,7 @@ class FeedforwardNode(RobotNode):
 
     def diagnostic_values(self) -> list[tuple[str, str]]:
         return [
-            ("mode", "tracking" if self.active is not None else "holding"),
+            ("mode", "tracking" if self.schedule.active is not None else "holding"),
             ("friction", str(self.friction).lower()),
             ("smooth_friction", str(self.smooth).lower()),
             ("friction_velocity", "measured" if self.use_measured_velocity else "desired"),
@@ -323,22 +247,11 @@ def _warm_law(model: RobotModel) -> None:
         law.tracking(z, z, z, friction, False, z)
 
 
-def _check_bool(value: Any) -> str | None:
-    return None if isinstance(value, bool) else f"expected a bool, got {value!r}"
-
-
-def _check_choice(choices: tuple[str, ...]) -> Any:
-    def check(value: Any) -> str | None:
-        return None if value in choices else f"expected one of {list(choices)}, got {value!r}"
-
-    return check
-
-
 def main(args: list[str] | None = None) -> int:
     return run_nodes([("feedforward_node", FeedforwardNode)], args)
 
 
-__all__ = ["FeedforwardLaw", "FeedforwardNode", "StartupError", "main"]
+__all__ = ["FeedforwardNode", "StartupError", "main"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -89,6 +89,6 @@ def exported_urdf(robot_config: str, urdf: str) -> str:
     """URDF text for robot_state_publisher: the given file, or the robot config exported to URDF."""
     if urdf.strip():
         return read_urdf(urdf)
-    from robot_dynamics.io import DEFAULT_ROBOT, load_robot, model_to_urdf
+    from robot_dynamics.models import DEFAULT_ROBOT, load_robot, model_to_urdf
 
     return model_to_urdf(load_robot(robot_config.strip() or DEFAULT_ROBOT))

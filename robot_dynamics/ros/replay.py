@@ -41,8 +41,10 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_dynamics.bag import io
-from robot_dynamics.ros.common import diagnostic_dict, stop_executors
+from robot_dynamics.bag.reader import CLOCK, BagError, Int64Array, RawTopic, read_topics, topic_name
+from robot_dynamics.bag.writer import BagWriter
+from robot_dynamics.ros.messages import diagnostic_dict
+from robot_dynamics.ros.process import stop_executors
 
 #: QoS of the played topics: reliable, volatile, deep enough for bursts at high rate factors.
 PLAY_QOS = QoSProfile(
@@ -63,7 +65,7 @@ CLOCK_TOPIC = "/clock"
 CATCH_UP_S = 0.002
 
 
-class ReplayError(io.BagError):
+class ReplayError(BagError):
     """Replay could not be carried out (no subscriber appeared, unknown message type, ...)."""
 
 
@@ -90,7 +92,7 @@ class ReplayResult:
     out: Path | None
     wall_time_s: float
     bag_time_s: float
-    recordings: dict[str, io.RawTopic] = field(default_factory=dict)
+    recordings: dict[str, RawTopic] = field(default_factory=dict)
     max_lateness_s: float = 0.0  # the largest schedule shift (this process ran late)
 
     @property
@@ -224,11 +226,11 @@ def replay(
     if not clock_rate > 0.0:
         raise ReplayError(f"clock rate must be positive, got {clock_rate}")
     clock_period_ns = int(1e9 / clock_rate)
-    raw = io.read_topics(bag, topics)
+    raw = read_topics(bag, topics)
     if not raw or not any(len(r) for r in raw.values()):
         raise ReplayError(f"{bag}: no messages to replay")
-    record = {io.topic_name(t): m for t, m in (record or {}).items()}
-    expected = {io.topic_name(t): int(n) for t, n in (expect or {}).items()}
+    record = {topic_name(t): m for t, m in (record or {}).items()}
+    expected = {topic_name(t): int(n) for t, n in (expect or {}).items()}
     for t in expected:
         if t not in record:
             raise ReplayError(f"expected messages on {t}, which is not recorded")
@@ -259,7 +261,7 @@ def replay(
         clock_pub = None
         clock_cls = None
         if clock:
-            clock_cls = message_class(io.CLOCK)
+            clock_cls = message_class(CLOCK)
             clock_pub = node.create_publisher(clock_cls, CLOCK_TOPIC, PLAY_QOS)
         spinner.start()
 
@@ -323,10 +325,10 @@ def replay(
         recordings = {}
         for t, r in recorders.items():
             with r.lock:
-                recordings[t] = io.RawTopic(t, r.msgtype, _int64(r.stamps), list(r.data))
+                recordings[t] = RawTopic(t, r.msgtype, _int64(r.stamps), list(r.data))
         result_out = None
         if out is not None:
-            with io.BagWriter(out, storage=storage, overwrite=overwrite) as w:
+            with BagWriter(out, storage=storage, overwrite=overwrite) as w:
                 for rec in recordings.values():
                     w.write_raw(rec.topic, rec.msgtype, rec.timestamps, rec.data)
             result_out = Path(out)
@@ -348,7 +350,7 @@ def replay(
             rclpy.try_shutdown(context=ctx)
 
 
-def _int64(values: list[int]) -> io.Int64Array:
+def _int64(values: list[int]) -> Int64Array:
     return np.array(values, dtype=np.int64)
 
 

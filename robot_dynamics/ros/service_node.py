@@ -28,18 +28,22 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robot_dynamics import dynamics
+from robot_dynamics.dynamics import TorqueProfile
 from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.feedforward import FeedforwardLaw
 from robot_dynamics.model import FloatArray, RobotModel
-from robot_dynamics.ros.common import (
-    RobotNode,
+from robot_dynamics.ros.messages import (
     as_double_array,
     duration_to_s,
+    name_index,
     one_line,
     ordered_arrays,
-    run_nodes,
     to_multiarray,
 )
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
+from robot_dynamics.ros.process import run_nodes
+from robot_dynamics.ros.robot_node import RobotNode, check_bool
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
@@ -58,23 +62,19 @@ class RequestError(RobotDynamicsError):
     """A service request that cannot be answered (the message goes back in ``message``)."""
 
 
-def _check_bool(value: Any) -> str | None:
-    return None if isinstance(value, bool) else f"expected a bool, got {value!r}"
-
-
 class DynamicsServiceNode(RobotNode):
     def __init__(self, node_name: str = "dynamics_service_node", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self.friction = True
         self.smooth = False
         self.declare_dynamic(
-            "friction", True, "friction when a request says FRICTION_NODE_DEFAULT", _check_bool, self._set_friction
+            "friction", True, "friction when a request says FRICTION_NODE_DEFAULT", check_bool, self._set_friction
         )
         self.declare_dynamic(
             "smooth_friction",
             False,
             "smooth (chatter-free) friction model in inverse dynamics",
-            _check_bool,
+            check_bool,
             self._set_smooth,
         )
         self.declare("max_simulation_samples", 100000, "largest SimulateTrajectory output (samples)")
@@ -100,8 +100,6 @@ class DynamicsServiceNode(RobotNode):
         self.smooth = bool(value)
 
     def on_model(self, model: RobotModel) -> None:
-        from robot_dynamics import dynamics
-
         self.engine = dynamics
         self.payload_switch.on_model(model)
 
@@ -260,8 +258,6 @@ class DynamicsServiceNode(RobotNode):
         if law == TORQUE_PROFILE:
             return _profile_law(model, req.effort_profile)
         if law == TORQUE_GRAVITY_COMPENSATION:
-            from robot_dynamics.ros.feedforward_node import FeedforwardLaw
-
             ff = FeedforwardLaw(model)
 
             def compensation(t: float, q: FloatArray, qd: FloatArray) -> FloatArray:
@@ -288,8 +284,7 @@ class DynamicsServiceNode(RobotNode):
 
 def _warm_engine(model: RobotModel) -> None:
     """Trace (or load) the programs of the D/h/c and inverse dynamics requests for ``model``."""
-    from robot_dynamics import dynamics as e
-
+    e = dynamics
     z = np.zeros(model.dof)
     e.inertia_matrix(model, z)
     e.coriolis_centrifugal(model, z, z)
@@ -299,9 +294,6 @@ def _warm_engine(model: RobotModel) -> None:
 
 def _profile_law(model: RobotModel, profile: Any) -> Any:
     """The engine's TorqueProfile of a JointTrajectory's efforts (linear between points, held outside)."""
-    from robot_dynamics.dynamics import TorqueProfile
-    from robot_dynamics.ros.common import name_index
-
     if not profile.points:
         raise RequestError("effort_profile has no points")
     index = name_index(model.joint_names, list(profile.joint_names), allow_extra=False, what="effort_profile")

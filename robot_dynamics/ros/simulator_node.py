@@ -39,33 +39,24 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from robot_dynamics.dynamics import forward_dynamics, simulate
 from robot_dynamics.errors import StateError
+from robot_dynamics.friction import friction_parameters
 from robot_dynamics.model import FloatArray, RobotModel
-from robot_dynamics.ros.common import (
-    DATA_QOS,
-    RobotNode,
-    StartupError,
-    as_double_array,
-    name_index,
-    one_line,
-    ordered_arrays,
-    run_nodes,
-)
+from robot_dynamics.ros.messages import DATA_QOS, StartupError, as_double_array, name_index, one_line, ordered_arrays
+from robot_dynamics.ros.process import run_nodes
+from robot_dynamics.ros.robot_node import RobotNode, check_bool
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
 ResetSimulation: Any = import_module("robot_dynamics_interfaces.srv").ResetSimulation
 
 
-def _check_bool(value: Any) -> str | None:
-    return None if isinstance(value, bool) else f"expected a bool, got {value!r}"
-
-
 class SimulatorNode(RobotNode):
     def __init__(self, node_name: str = "simulator_node", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self.friction = True
-        self.declare_dynamic("friction", True, "simulate friction (stick-slip)", _check_bool, self._set_friction)
+        self.declare_dynamic("friction", True, "simulate friction (stick-slip)", check_bool, self._set_friction)
         self.declare("rate", 200.0, "integration and joint_states rate, Hz", read_only=True)
         self.declare("initial_pose", "", "named pose of the model to start from (empty: initial_position)")
         self.declare_parameter(
@@ -116,9 +107,6 @@ class SimulatorNode(RobotNode):
 
     # -- model and start state ----------------------------------------------------------------------
     def on_model(self, model: RobotModel) -> None:
-        from robot_dynamics.dynamics import forward_dynamics, simulate
-        from robot_dynamics.friction import friction_parameters
-
         self._simulate = simulate
         self._forward = forward_dynamics
         self._sticky = friction_parameters(model).sticky.copy() if model.has_friction else np.zeros(model.dof, bool)

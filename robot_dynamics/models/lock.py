@@ -6,7 +6,7 @@ longer moves and drops out of the dynamics) when no unlocked joint precedes it; 
 origin absorbs the locked joint's transform, and locked joints after the last unlocked one move
 into ``model.tool``. The locked joint's friction and motor data are dropped, and named poses keep
 only the unlocked joints' entries. The result is no longer a DH table (``model.dh`` is ``None``).
-URDF sources lock while loading instead (:mod:`robot_dynamics.io.urdf_chain`), where mimic joints
+URDF sources lock while loading instead (:mod:`robot_dynamics.models.urdf_chain`), where mimic joints
 and side branches are known too.
 """
 

@@ -1,8 +1,8 @@
 """URDF robots (a file or ``robot_description`` XML text) into the serial-chain model.
 
-Reading and checking the XML: :mod:`robot_dynamics.io.urdf_parse` (safe parsing, no entities, no
-meshes); choosing the chain (base, tip, locked and mimic joints): :mod:`robot_dynamics.io.urdf_chain`;
-the ``<robot_dynamics>`` extension: :mod:`robot_dynamics.io.urdf_extension`. This module builds the
+Reading and checking the XML: :mod:`robot_dynamics.models.urdf_parse` (safe parsing, no entities, no
+meshes); choosing the chain (base, tip, locked and mimic joints): :mod:`robot_dynamics.models.urdf_chain`;
+the ``<robot_dynamics>`` extension: :mod:`robot_dynamics.models.urdf_extension`. This module builds the
 model (see ``docs/models.md``):
 
 * the chain's movable, unlocked joints are the model's joints, in order;
@@ -13,7 +13,7 @@ model (see ``docs/models.md``):
 * links rigidly attached to the base do not move: their inertia is ignored; fixed joints after the
   last movable joint give ``model.tool`` (the pose of ``tip_link``);
 * inertia defects: an inertia that is not positive semi-definite (beyond the tolerance of
-  :func:`robot_dynamics.io.validation.inertia_tolerance`) is an error only if the chain body it
+  :func:`robot_dynamics.models.validation.inertia_tolerance`) is an error only if the chain body it
   ends up in is not positive semi-definite either; a defect on a link that does not move with the
   chain, or that is negligible once merged (the merged body passes the check), is a
   :class:`~robot_dynamics.errors.ModelWarning` naming the link. A triangle-inequality violation is a

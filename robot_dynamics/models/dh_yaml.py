@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from ..errors import ModelError
 from ..model import (
@@ -68,6 +67,7 @@ from .validation import (
     require_str,
     require_vector,
 )
+from .yaml_text import read_text_file, read_yaml
 
 TOP_KEYS = (
     "name",
@@ -104,60 +104,10 @@ JOINT_TYPES = ("revolute", "prismatic", "continuous")
 RESERVED_LINK_NAMES = ("base_link", "tool", "world")
 
 
-# ----------------------------------------------------------------------------------------------
-# YAML reading (duplicate keys are errors, not silently "last one wins")
-# ----------------------------------------------------------------------------------------------
-class _DuplicateKeyError(yaml.MarkedYAMLError):
-    pass
-
-
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
-
-
-class _StrictLoader(_SafeLoader):  # type: ignore[valid-type,misc]
-    pass
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if isinstance(key, (str, int, float, bool)) and key in seen:
-            raise _DuplicateKeyError(
-                "while reading a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
-            )
-        if isinstance(key, (str, int, float, bool)):
-            seen.add(key)
-    return dict(loader.construct_mapping(node, deep=True))
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def read_yaml(text: str, source: str) -> Any:
-    """Parse YAML text (safe loader; duplicate keys rejected) with errors naming ``source``."""
-    try:
-        return yaml.load(text, Loader=_StrictLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ModelError(source, where, f"invalid YAML: {problem}") from None
-
-
-def _read_file(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ModelError(str(path), "", f"cannot read the file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ModelError(str(path), "", f"not UTF-8 text: {exc.reason}") from None
-
-
 def load_dh_yaml(path: str | Path) -> RobotModel:
     """Load a DH YAML robot file."""
     file = Path(path)
-    return parse_dh(read_yaml(_read_file(file), file.name), source=file.name, location=str(file))
+    return parse_dh(read_yaml(read_text_file(file), file.name), source=file.name, location=str(file))
 
 
 def loads_dh_yaml(text: str, source: str = "<yaml>") -> RobotModel:
@@ -168,7 +118,7 @@ def loads_dh_yaml(text: str, source: str = "<yaml>") -> RobotModel:
 def dh_reference(path: str | Path) -> str:
     """The ``reference`` (citation) of a DH YAML file, or an empty string."""
     file = Path(path)
-    data = read_yaml(_read_file(file), file.name)
+    data = read_yaml(read_text_file(file), file.name)
     if isinstance(data, Mapping) and isinstance(data.get("reference"), str):
         return str(data["reference"]).strip()
     return ""

@@ -6,7 +6,7 @@ frames are never copied into URDF frames. ``model.base`` becomes a fixed joint f
 it is not the identity) and ``model.tool`` a fixed joint to the tool frame.
 
 What URDF cannot express (gravity, motor data, the full friction parameters, named poses) goes into
-a ``<robot_dynamics>`` element that other URDF tools ignore and :mod:`robot_dynamics.io.urdf` reads
+a ``<robot_dynamics>`` element that other URDF tools ignore and :mod:`robot_dynamics.models.urdf` reads
 back, so DH YAML -> URDF -> model keeps the dynamics. A link whose inertia violates the triangle
 inequality (published data kept as is: ``check_triangle_inequality: false`` in a DH file, or a URDF
 loaded with a warning) carries ``<robot_dynamics check_triangle_inequality="false"/>``, so loading

@@ -1,5 +1,8 @@
 """General chain robot files (YAML, ``format: chain``): any model, DH- or URDF-sourced, as written.
 
+(The module is slightly longer than 400 lines because the loader and the writer of the one format
+are kept side by side, so that every field is read and written in one place.)
+
 A DH table cannot describe every chain (a URDF arm's joint origins are arbitrary transforms), so
 identified models and other generated robots are written in this format, which is the model of
 :mod:`robot_dynamics.model` one to one::
@@ -50,7 +53,7 @@ import yaml
 from ..errors import ModelError
 from ..model import DHRow, DHTable, FloatArray, Inertial, Joint, JointFriction, Limits, Motor, RobotModel
 from ..model import dh_joint_frames as _dh_joint_frames
-from .dh_yaml import _friction, _limits, _link, _motor, _pose, _read_file, _Reader, parse_dh, read_yaml
+from .dh_yaml import _friction, _limits, _link, _motor, _pose, _Reader, parse_dh, read_yaml
 from .validation import (
     inertia_triangle_problem,
     require_list,
@@ -59,6 +62,7 @@ from .validation import (
     require_vector,
     rotation_to_rpy,
 )
+from .yaml_text import read_text_file
 
 FORMAT = "chain"
 TOP_KEYS = (
@@ -95,7 +99,7 @@ def is_chain_document(data: object) -> bool:
 def load_yaml_robot(path: str | Path) -> RobotModel:
     """A robot YAML file of either format: ``format: chain`` (this module) or a DH table."""
     file = Path(path)
-    data = read_yaml(_read_file(file), file.name)
+    data = read_yaml(read_text_file(file), file.name)
     if is_chain_document(data):
         return parse_chain(data, source=file.name, location=str(file))
     return parse_dh(data, source=file.name, location=str(file))
@@ -103,7 +107,7 @@ def load_yaml_robot(path: str | Path) -> RobotModel:
 
 def load_chain_yaml(path: str | Path) -> RobotModel:
     file = Path(path)
-    return parse_chain(read_yaml(_read_file(file), file.name), source=file.name, location=str(file))
+    return parse_chain(read_yaml(read_text_file(file), file.name), source=file.name, location=str(file))
 
 
 def loads_chain_yaml(text: str, source: str = "<yaml>") -> RobotModel:
@@ -113,7 +117,7 @@ def loads_chain_yaml(text: str, source: str = "<yaml>") -> RobotModel:
 def chain_metadata(path: str | Path) -> dict[str, Any]:
     """The ``identified`` metadata block of a chain file (empty if it has none)."""
     file = Path(path)
-    data = read_yaml(_read_file(file), file.name)
+    data = read_yaml(read_text_file(file), file.name)
     block = data.get("identified") if isinstance(data, Mapping) else None
     return dict(block) if isinstance(block, Mapping) else {}
 

@@ -1,4 +1,4 @@
-"""The ``<robot_dynamics>`` URDF extension written by :mod:`robot_dynamics.io.export_urdf`.
+"""The ``<robot_dynamics>`` URDF extension written by :mod:`robot_dynamics.models.export_urdf`.
 
 It carries what URDF cannot express (gravity, motor data, the full friction parameters, named
 poses); other URDF tools ignore it.

@@ -68,10 +68,10 @@ def load_robot(
 
     ``source``: a bundled robot name (``"puma560"``, see :func:`bundled_robots`), a DH or chain YAML file,
     a URDF file, or URDF XML text (a ``robot_description``). ``base_link``/``tip_link`` choose the
-    chain of a URDF (see :mod:`robot_dynamics.io.urdf_chain`). ``locked_joints`` ``{joint: position}``
+    chain of a URDF (see :mod:`robot_dynamics.models.urdf_chain`). ``locked_joints`` ``{joint: position}``
     (rad or m) makes joints rigid at a position: for a URDF while choosing the chain (gripper
     fingers, mimic joints follow their locked master), for a DH robot or a :class:`RobotModel` by
-    merging the locked joint's link into the previous one (:func:`robot_dynamics.io.lock.lock_joints`).
+    merging the locked joint's link into the previous one (:func:`robot_dynamics.models.lock.lock_joints`).
     A :class:`RobotModel` without locked joints is returned as is. Errors are
     :class:`robot_dynamics.errors.ModelError` naming the file and the field.
     """

@@ -6,7 +6,7 @@ access switched off, a document that declares entities is rejected, and only the
 ``package://`` URIs need not resolve.
 
 Inertia defects are recorded, not raised, here: whether a non-positive-semi-definite inertia is an
-error depends on whether the link moves with the chosen chain (see :mod:`robot_dynamics.io.urdf`).
+error depends on whether the link moves with the chosen chain (see :mod:`robot_dynamics.models.urdf`).
 """
 
 from __future__ import annotations
