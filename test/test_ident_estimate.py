@@ -29,7 +29,6 @@ from robot_dynamics.identification import (
     with_coulomb_velocity,
 )
 from robot_dynamics.identification.base import random_states
-from robot_dynamics.identification.consistent import link_of_log_cholesky, log_cholesky_of_link, pseudo_inertia
 from robot_dynamics.model import JointFriction, RobotModel
 
 PSET = ParameterSet(asymmetric=True, coulomb_velocity=0.02)
@@ -175,28 +174,6 @@ def test_unexcited_joint_is_named_or_held_by_the_prior() -> None:
 # ----------------------------------------------------------------------------------------------
 # physically consistent fit
 # ----------------------------------------------------------------------------------------------
-def test_log_cholesky_map_jacobian_and_inverse() -> None:
-    rng = np.random.default_rng(8)
-    for _ in range(20):
-        x = rng.normal(size=10)
-        phi, jac = link_of_log_cholesky(x)
-        assert physical_problem(phi) is None
-        assert np.linalg.eigvalsh(pseudo_inertia(phi))[0] > 0.0
-        step = 1e-6
-        numeric = np.array(
-            [(link_of_log_cholesky(x + step * e)[0] - link_of_log_cholesky(x - step * e)[0]) for e in np.eye(10)]
-        )
-        np.testing.assert_allclose(jac, numeric.T / (2 * step), rtol=1e-6, atol=1e-6)
-        np.testing.assert_allclose(log_cholesky_of_link(phi), x, rtol=1e-9, atol=1e-9)
-    # the published PUMA link 1 (mass 0, triangle inequality violated) is projected to a valid body
-    puma = rd.load_robot("puma560")
-    from robot_dynamics.identification import link_parameters
-
-    phi0 = link_parameters(puma.joints[0].link)
-    assert physical_problem(phi0) is not None
-    assert physical_problem(link_of_log_cholesky(log_cholesky_of_link(phi0))[0]) is None
-
-
 def _consistent_everywhere(theta, model: RobotModel, pset: ParameterSet) -> None:  # type: ignore[no-untyped-def]
     lay = pset.layout(model)
     for i in lay.links:
