@@ -233,6 +233,35 @@ def test_consistent_fit_from_an_inconsistent_nominal_puma() -> None:
     np.testing.assert_allclose(fit.residual_rms, sigma, rtol=0.1)
 
 
+def test_fixed_torques_use_the_engines_smooth_friction_law() -> None:
+    """What a parameter set leaves at stock is computed with the friction law the engine applies to
+    the model: with ``coulomb="none"`` the Coulomb torque stays outside ``Y theta`` and is the smooth
+    ``A tanh(qd / v_s) + B |tanh(qd / v_s)|`` with each joint's own width ``v_s`` (``A``, ``B`` the odd
+    and even parts of its levels), as the nodes compensate it, not the exact sign."""
+    from robot_dynamics.identification import fixed_torques
+    from robot_dynamics.identification.synthetic import perturbed_model
+
+    truth = perturbed_model(rd.load_robot("scara"), seed=4)
+    widths = (0.03, 0.05, 0.002)
+    joints = [
+        replace(j, friction=replace(j.friction, smoothing_velocity=v))
+        for j, v in zip(truth.joints, widths, strict=True)
+    ]
+    model = truth.with_changes(joints=tuple(joints))
+    q, qd, qdd = random_states(model, 300, np.random.default_rng(5))
+    qd[:50] *= 0.01  # slow states, where tanh and sign differ
+    levels = np.array([j.friction.coulomb for j in model.joints])
+    odd, even = 0.5 * (levels[:, 0] - levels[:, 1]), 0.5 * (levels[:, 0] + levels[:, 1])
+    s = np.tanh(qd / np.array(widths))
+    expected = odd * s + even * np.abs(s)
+    fixed = fixed_torques(model, q, qd, qdd, ParameterSet(coulomb="none"))
+    np.testing.assert_allclose(fixed, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    # Coulomb identified (tanh of the set's width, or the exact sign): nothing is left outside Y theta
+    for pset in (ParameterSet(asymmetric=True), ParameterSet(coulomb="sign", asymmetric=True)):
+        scale = np.abs(rd.inverse_dynamics(model, q, qd, qdd, smooth=True)).max()
+        assert np.abs(fixed_torques(model, q, qd, qdd, pset)).max() < 1e-10 * scale
+
+
 def test_payload_on_the_last_link_alone() -> None:
     """Payload identification: only the last link's 10 parameters, everything else a known torque
     (fixed_torques of the stock model); a 2 kg payload on the PUMA's link 6 is recovered exactly."""
@@ -247,7 +276,7 @@ def test_payload_on_the_last_link_alone() -> None:
     payload = Inertial(2.0, np.array([0.01, 0.02, 0.1]), np.diag([0.01, 0.012, 0.005]))
     truth = model.with_changes(joints=(*model.joints[:5], replace(j6, link=j6.link + payload)))
     q, qd, qdd = random_states(model, 1500, np.random.default_rng(14))
-    tau = rd.inverse_dynamics(truth, q, qd, qdd)
+    tau = rd.inverse_dynamics(truth, q, qd, qdd, smooth=True)  # the smooth friction the nodes use
     ne = accumulate(model, q, qd, qdd, tau - fixed_torques(model, q, qd, qdd, pset), pset)
     expected = nominal_parameters(truth, pset)
     for fit in (fit_least_squares(ne, base), fit_consistent(ne, model, pset, base, prior_weight=0.0)):
