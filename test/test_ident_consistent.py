@@ -139,6 +139,7 @@ def test_consistent_fit_of_a_rigid_body_truth(name: str, seed: int) -> None:
     clock = time.perf_counter()
     fit = fit_consistent(ne, model, PSET, base, nominal, prior_weight=0.0)
     assert time.perf_counter() - clock < 2.0
+    assert 0.0 < fit.optimality_gap <= 1e-9 * wls.cost
     _assert_consistent(fit.theta, model, PSET)
     assert fit.cost <= truth_cost * (1.0 + 1e-7)
     assert fit.cost <= wls.cost * 1.01
@@ -227,9 +228,14 @@ def test_point_mass_payload_on_the_lmi_boundary_agrees_with_a_cholesky_factor_se
     assert eig[0] < 1e-5 * eig[-1]  # on the boundary, like the truth
 
 
-def test_bad_settings_are_named() -> None:
+def test_bad_settings_and_the_step_limit() -> None:
     model = _robot("fu_two_link")
     base = _base("fu_two_link")
     ne = _normal_equations(model, perturbed_model(model, seed=0), PSET, (1,), 0.05, 1.0)
     with pytest.raises(IdentificationError, match="null_weight"):
         fit_consistent(ne, model, PSET, base, null_weight=0.0)
+    # a step limit too small to finish: still a consistent estimate, but no optimality bound
+    early = fit_consistent(ne, model, PSET, base, max_steps=3)
+    _assert_consistent(early.theta, model, PSET)
+    assert early.optimality_gap == float("inf")
+    assert fit_least_squares(ne, base, prior_weight=1e-6).optimality_gap == 0.0

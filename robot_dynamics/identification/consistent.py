@@ -200,9 +200,10 @@ def _solve_barrier(
     u0: FloatArray,
     gap: float,
     cap: int,
-) -> tuple[FloatArray, int]:
+) -> tuple[FloatArray, int, float]:
     """Minimise ``F(u) = |R u - rhs|^2 + rho |u - u_ref|^2`` over the barrier's set (module docstring).
-    Returns the solution and the number of Newton steps."""
+    Returns the solution, the number of Newton steps and the bound ``nu / t`` on ``F(u) - min F``
+    (``inf`` when ``cap`` steps ran out before a centring finished)."""
     RtR, Rtb = R.T @ R, R.T @ rhs
     eye = np.eye(len(u0))
 
@@ -214,8 +215,9 @@ def _solve_barrier(
     u = u0.copy()
     t = max(barrier.nu, 1) / max(objective(u), 1e-300)  # nu / t = F(u0): F >= 0
     steps = 0
-    while True:
-        for _ in range(cap):  # centring by damped Newton steps
+    while steps < cap:
+        centred = False
+        while steps < cap:  # centring by damped Newton steps
             g_phi, h_phi = barrier.derivatives(u)
             grad = t * 2.0 * (RtR @ u - Rtb + rho * (u - u_ref)) + g_phi
             hess = t * 2.0 * (RtR + rho * eye) + h_phi
@@ -226,6 +228,7 @@ def _solve_barrier(
             decrement = -float(grad @ step)
             steps += 1
             if decrement / 2.0 <= NEWTON_DECREMENT:
+                centred = True
                 break
             current = t * objective(u) + barrier.value(u)
             size = 1.0
@@ -236,13 +239,13 @@ def _solve_barrier(
                     break
                 size *= 0.5
             else:
-                break  # no decrease to rounding: centred as well as the arithmetic allows
-            u = trial
-            if steps >= cap:
+                centred = True  # no decrease to rounding: centred as well as the arithmetic allows
                 break
-        if barrier.nu / t <= gap or steps >= cap:
-            return u, steps
+            u = trial
+        if centred and barrier.nu / t <= gap:
+            return u, steps, barrier.nu / t
         t *= GROWTH
+    return u, steps, float("inf")
 
 
 def fit_consistent(
@@ -262,8 +265,9 @@ def fit_consistent(
     ``nominal`` (default: the model's own parameters) is the prior's target and the reference for the
     directions the data leave free; ``prior_weight`` as in :func:`~.estimate.fit_least_squares`;
     ``null_weight`` the proximal term's relative weight; the barrier method stops when the cost is
-    provably within ``tol`` (relative) of the optimum or after ``max_steps`` Newton steps.
-    ``std_base`` are those of the unconstrained problem at the consistent estimate.
+    provably within ``tol`` (relative) of the optimum or after ``max_steps`` Newton steps; the bound it
+    reached is ``Fit.optimality_gap`` (``inf`` if the steps ran out first; the estimate is consistent
+    either way). ``std_base`` are those of the unconstrained problem at the consistent estimate.
     """
     if not (null_weight > 0.0 and tol > 0.0):
         raise IdentificationError(f"null_weight and tol must be > 0, got {null_weight!r} and {tol!r}")
@@ -286,6 +290,6 @@ def fit_consistent(
     theta0 = cset.feasible_start(ls.theta, level_floor)
     u_ref, u0 = ls.theta * scale, theta0 * scale
     gap = tol * max(ls.cost, ne.btb * 1e-12, 1e-300)
-    u, _ = _solve_barrier(R, rhs, null_weight * info, u_ref, _Barrier(cset, inv_scale), u0, gap, max_steps)
+    u, _, bound = _solve_barrier(R, rhs, null_weight * info, u_ref, _Barrier(cset, inv_scale), u0, gap, max_steps)
     theta = u * inv_scale
-    return finish(ne, base, prob, theta, base.to_base(theta), "consistent")
+    return finish(ne, base, prob, theta, base.to_base(theta), "consistent", optimality_gap=bound)
