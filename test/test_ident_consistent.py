@@ -190,23 +190,9 @@ def test_friction_bounds_active_agrees_with_bounded_least_squares() -> None:
     np.testing.assert_array_equal(active, ref.x[bounded] < 1e-6 * np.abs(ref.x[bounded]).max())
 
 
-def test_point_mass_payload_on_the_lmi_boundary_agrees_with_a_cholesky_factor_search() -> None:
-    """A point-mass payload (pseudo-inertia of rank 1, on the boundary of the set): its noisy
-    least-squares estimate is no rigid body; the consistent estimate minimises the cost over
-    ``J = L L^T`` (any 4x4 ``L``; ``scipy.optimize.minimize``, BFGS from several starts)."""
-    model = _robot("puma560")
-    n = model.dof
-    payload = Inertial(2.0, np.array([0.01, -0.02, 0.05]), np.zeros((3, 3)))
-    joints = list(model.joints)
-    joints[-1] = replace(joints[-1], link=payload)
-    truth = model.with_changes(joints=tuple(joints))
-    pset = ParameterSet(armature=False, viscous=False, coulomb="none", offset=False, links=(n - 1,))
-    base = base_parameters(model, pset)
-    ne = _normal_equations(model, truth, pset, (40, 41), 0.05, 1.5)
-    wls = fit_least_squares(ne, base)
-    assert physical_problem(wls.theta) is not None
-    fit = fit_consistent(ne, model, pset, base, prior_weight=0.0)
-    _assert_consistent(fit.theta, model, pset)
+def _factor_search(ne: NormalEquations, start: np.ndarray) -> float:
+    """The least cost of one link's 10 parameters over ``J = L L^T`` (any upper-triangular 4x4 ``L``):
+    ``scipy.optimize.minimize`` (BFGS) from ``start``'s factor and three random ones, the best."""
     A, b, c = _least_squares_form(ne)
     rows, cols = np.triu_indices(4)
 
@@ -215,17 +201,63 @@ def test_point_mass_payload_on_the_lmi_boundary_agrees_with_a_cholesky_factor_se
         L[rows, cols] = x
         return float(np.sum((A @ parameters_of_pseudo_inertia(L @ L.T) - b) ** 2) + c)
 
-    starts = [np.linalg.cholesky(pseudo_inertia(link_parameters(payload)) + 1e-3 * np.eye(4)).T[rows, cols]]
-    starts += [np.random.default_rng(k).normal(0.0, 0.5, 10) for k in range(3)]
-    ref = min(
-        (scipy.optimize.minimize(cost, x, method="BFGS", options={"gtol": 1e-12, "maxiter": 20000}) for x in starts),
-        key=lambda r: r.fun,
-    )
-    assert fit.cost >= wls.cost and fit.cost > wls.cost * (1.0 + 1e-6)  # the constraint costs something
-    assert fit.cost <= ref.fun * (1.0 + 1e-9)
-    assert fit.cost == pytest.approx(ref.fun, rel=1e-6)
+    flip = np.arange(3, -1, -1)
+    J0 = pseudo_inertia(start)
+    J0 = J0 + max(1e-3, -2.0 * float(np.linalg.eigvalsh(J0)[0])) * np.eye(4)
+    U0 = np.linalg.cholesky(J0[np.ix_(flip, flip)])[np.ix_(flip, flip)]  # J0 = U0 U0^T, U0 upper
+    starts = [U0[rows, cols], *(np.random.default_rng(k).normal(0.0, 0.5, 10) for k in range(3))]
+    options = {"gtol": 1e-12, "maxiter": 20000}
+    return min(float(scipy.optimize.minimize(cost, x, method="BFGS", options=options).fun) for x in starts)
+
+
+def _payload_data(payload: Inertial) -> tuple[RobotModel, RobotModel, ParameterSet]:
+    model = _robot("puma560")
+    joints = list(model.joints)
+    joints[-1] = replace(joints[-1], link=payload)
+    pset = ParameterSet(armature=False, viscous=False, coulomb="none", offset=False, links=(model.dof - 1,))
+    return model, model.with_changes(joints=tuple(joints)), pset
+
+
+def test_point_mass_payload_on_the_lmi_boundary_agrees_with_a_cholesky_factor_search() -> None:
+    """A point-mass payload (pseudo-inertia of rank 1, on the boundary of the set): its noisy
+    least-squares estimate is no rigid body; the consistent estimate minimises the cost over
+    ``J = L L^T`` (:func:`_factor_search`)."""
+    payload = Inertial(2.0, np.array([0.01, -0.02, 0.05]), np.zeros((3, 3)))
+    model, truth, pset = _payload_data(payload)
+    base = base_parameters(model, pset)
+    ne = _normal_equations(model, truth, pset, (40, 41), 0.05, 1.5)
+    wls = fit_least_squares(ne, base)
+    assert physical_problem(wls.theta) is not None
+    fit = fit_consistent(ne, model, pset, base, prior_weight=0.0)
+    _assert_consistent(fit.theta, model, pset)
+    reference = _factor_search(ne, link_parameters(payload))
+    assert fit.cost > wls.cost * (1.0 + 1e-6)  # the constraint costs something
+    assert fit.cost <= reference * (1.0 + 1e-9)
+    assert fit.cost == pytest.approx(reference, rel=1e-6)
     eig = np.linalg.eigvalsh(pseudo_inertia(fit.theta))
     assert eig[0] < 1e-5 * eig[-1]  # on the boundary, like the truth
+
+
+def test_data_of_a_non_physical_body_cost_more_and_the_pipeline_warns() -> None:
+    """Torques of a payload no rigid body has (inertia about the centre of mass ``diag(0.01, 0.01,
+    0.1)``: the triangle inequality fails): the consistent optimum (checked against the factor
+    search) costs clearly more than least squares, and the pipeline says so."""
+    from robot_dynamics.identification.pipeline import fit_statistics
+    from robot_dynamics.identification.samples import statistics_from_arrays
+
+    payload = Inertial(2.0, np.array([0.01, -0.02, 0.05]), np.diag([0.01, 0.01, 0.1]))
+    model, truth, pset = _payload_data(payload)
+    base = base_parameters(model, pset)
+    ne = _normal_equations(model, truth, pset, (50, 51), 0.05, 1.5)
+    wls = fit_least_squares(ne, base)
+    fit = fit_consistent(ne, model, pset, base, prior_weight=0.0)
+    _assert_consistent(fit.theta, model, pset)
+    assert fit.cost > 10.0 * wls.cost
+    assert fit.cost == pytest.approx(_factor_search(ne, link_parameters(payload)), rel=1e-6)
+    recs = [record(truth, 1.5, 250.0, seed=seed, effort_noise=0.05) for seed in (50, 51)]
+    stats = [statistics_from_arrays(model, pset, r.t, r.q, r.qd, r.tau) for r in recs]
+    result = fit_statistics(model, pset, stats)
+    assert any("times the least-squares cost" in w for w in result.warnings)
 
 
 def test_bad_settings_and_the_step_limit() -> None:
