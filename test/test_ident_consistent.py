@@ -6,7 +6,6 @@ Cholesky-factor parametrisation minimised by ``scipy.optimize.minimize`` when a 
 from __future__ import annotations
 
 import functools
-import time
 import warnings
 from dataclasses import replace
 
@@ -136,9 +135,7 @@ def test_consistent_fit_of_a_rigid_body_truth(name: str, seed: int) -> None:
     nominal = nominal_parameters(model, PSET)
     truth_cost = float(ne.weights @ ne.residual_sum(nominal_parameters(truth, PSET)))
     wls = fit_least_squares(ne, base, nominal, prior_weight=1e-9)
-    clock = time.perf_counter()
     fit = fit_consistent(ne, model, PSET, base, nominal, prior_weight=0.0)
-    assert time.perf_counter() - clock < 2.0
     assert 0.0 < fit.optimality_gap <= 1e-9 * wls.cost
     _assert_consistent(fit.theta, model, PSET)
     assert fit.cost <= truth_cost * (1.0 + 1e-7)
