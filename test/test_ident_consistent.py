@@ -83,7 +83,7 @@ def _assert_consistent(theta: np.ndarray, model: RobotModel, pset: ParameterSet)
 # pseudo-inertia
 # ----------------------------------------------------------------------------------------------
 def test_pseudo_inertia_of_point_masses_and_its_inverse() -> None:
-    """``J = sum m_k [r_k; 1][r_k; 1]^T`` for point masses (Wensing, Kim & Slotine 2017, eq. 13), from
+    """``J = sum m_k [r_k; 1][r_k; 1]^T`` for point masses (Wensing, Kim & Slotine 2017), from
     the standard parameters of the same masses summed by hand; positive definite iff a rigid body."""
     rng = np.random.default_rng(3)
     for _ in range(20):

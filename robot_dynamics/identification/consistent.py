@@ -6,7 +6,7 @@ positive definite and satisfying the triangle inequality) exactly when its 4x4 p
     J = [[Sigma, m c], [m c^T, m]],   Sigma = integral(r r^T dm) = tr(I_O)/2 E - I_O
 
 is positive definite (Wensing, Kim & Slotine, "Linear matrix inequalities for physically consistent
-inertial parameter identification", 2017, eq. 15; Sousa & Cortesão 2014 for the LMI form). ``J`` is
+inertial parameter identification", 2017; Sousa & Cortesão 2014 for the LMI form). ``J`` is
 linear in the parameters, so the consistent set is the intersection of linear matrix inequalities
 ``J_i(theta) >= 0`` (one per identified link) and half-spaces (armature, viscous and Coulomb levels
 ``>= 0``; with asymmetric Coulomb the two levels ``L+ = Fc + Fa`` and ``-L- = Fc - Fa``); the
@@ -18,7 +18,7 @@ It is solved by the barrier method (Boyd & Vandenberghe, "Convex Optimization", 
 Algorithm 11.1; the log-det barrier of section 11.6): minimise ``t F(theta) + Phi(theta)`` with
 ``Phi = -sum log det J_i - sum log(level)`` by damped Newton steps (section 9.5.2, backtracking that
 keeps every ``J_i`` positive definite), then raise ``t`` twentyfold; after exact centring the cost is
-within ``nu / t`` of the optimum (``nu = 4 x links + levels``, eq. 11.13), so the method stops when
+within ``nu / t`` of the optimum (``nu = 4 x links + levels``, section 11.2.2), so the method stops when
 ``nu / t`` is below ``tol`` times the cost. A solution on the boundary (a level exactly 0, a degenerate
 body) is approached at this rate like any other: no coordinate has a vanishing gradient there.
 
@@ -49,7 +49,7 @@ from .estimate import Fit, NormalEquations, base_problem, finish, fit_least_squa
 from .parameters import IdentificationError, ParameterSet, nominal_parameters
 
 START_FLOOR = 1e-4  # start: pseudo-inertia eigenvalues at least this fraction of the largest
-GROWTH = 20.0  # barrier parameter t grows by this factor per centring (Boyd & Vandenberghe, 11.3.3)
+GROWTH = 20.0  # barrier parameter t grows by this factor per centring (Boyd & Vandenberghe, 11.3)
 NEWTON_DECREMENT = 1e-7  # centring stops when lambda^2 / 2 falls below this (section 9.5.1)
 
 
