@@ -67,7 +67,7 @@ from .parameters import (
     nominal_parameters,
     physical_problem,
 )
-from .regressor import fixed_torques, predict, regressor, with_coulomb_velocity
+from .regressor import fixed_torques, friction_law, predict, regressor, with_coulomb_velocity
 from .stribeck import StribeckFit, fit_stribeck
 
 __all__ = [
@@ -86,6 +86,7 @@ __all__ = [
     "fit_least_squares",
     "fit_stribeck",
     "fixed_torques",
+    "friction_law",
     "link_parameters",
     "nominal_parameters",
     "normal_equations",
