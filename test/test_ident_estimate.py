@@ -29,7 +29,6 @@ from robot_dynamics.identification import (
     with_coulomb_velocity,
 )
 from robot_dynamics.identification.base import random_states
-from robot_dynamics.identification.consistent import link_of_log_cholesky, log_cholesky_of_link, pseudo_inertia
 from robot_dynamics.model import JointFriction, RobotModel
 
 PSET = ParameterSet(asymmetric=True, coulomb_velocity=0.02)
@@ -175,28 +174,6 @@ def test_unexcited_joint_is_named_or_held_by_the_prior() -> None:
 # ----------------------------------------------------------------------------------------------
 # physically consistent fit
 # ----------------------------------------------------------------------------------------------
-def test_log_cholesky_map_jacobian_and_inverse() -> None:
-    rng = np.random.default_rng(8)
-    for _ in range(20):
-        x = rng.normal(size=10)
-        phi, jac = link_of_log_cholesky(x)
-        assert physical_problem(phi) is None
-        assert np.linalg.eigvalsh(pseudo_inertia(phi))[0] > 0.0
-        step = 1e-6
-        numeric = np.array(
-            [(link_of_log_cholesky(x + step * e)[0] - link_of_log_cholesky(x - step * e)[0]) for e in np.eye(10)]
-        )
-        np.testing.assert_allclose(jac, numeric.T / (2 * step), rtol=1e-6, atol=1e-6)
-        np.testing.assert_allclose(log_cholesky_of_link(phi), x, rtol=1e-9, atol=1e-9)
-    # the published PUMA link 1 (mass 0, triangle inequality violated) is projected to a valid body
-    puma = rd.load_robot("puma560")
-    from robot_dynamics.identification import link_parameters
-
-    phi0 = link_parameters(puma.joints[0].link)
-    assert physical_problem(phi0) is not None
-    assert physical_problem(link_of_log_cholesky(log_cholesky_of_link(phi0))[0]) is None
-
-
 def _consistent_everywhere(theta, model: RobotModel, pset: ParameterSet) -> None:  # type: ignore[no-untyped-def]
     lay = pset.layout(model)
     for i in lay.links:
@@ -256,6 +233,35 @@ def test_consistent_fit_from_an_inconsistent_nominal_puma() -> None:
     np.testing.assert_allclose(fit.residual_rms, sigma, rtol=0.1)
 
 
+def test_fixed_torques_use_the_engines_smooth_friction_law() -> None:
+    """What a parameter set leaves at stock is computed with the friction law the engine applies to
+    the model: with ``coulomb="none"`` the Coulomb torque stays outside ``Y theta`` and is the smooth
+    ``A tanh(qd / v_s) + B |tanh(qd / v_s)|`` with each joint's own width ``v_s`` (``A``, ``B`` the odd
+    and even parts of its levels), as the nodes compensate it, not the exact sign."""
+    from robot_dynamics.identification import fixed_torques
+    from robot_dynamics.identification.synthetic import perturbed_model
+
+    truth = perturbed_model(rd.load_robot("scara"), seed=4)
+    widths = (0.03, 0.05, 0.002)
+    joints = [
+        replace(j, friction=replace(j.friction, smoothing_velocity=v))
+        for j, v in zip(truth.joints, widths, strict=True)
+    ]
+    model = truth.with_changes(joints=tuple(joints))
+    q, qd, qdd = random_states(model, 300, np.random.default_rng(5))
+    qd[:50] *= 0.01  # slow states, where tanh and sign differ
+    levels = np.array([j.friction.coulomb for j in model.joints])
+    odd, even = 0.5 * (levels[:, 0] - levels[:, 1]), 0.5 * (levels[:, 0] + levels[:, 1])
+    s = np.tanh(qd / np.array(widths))
+    expected = odd * s + even * np.abs(s)
+    fixed = fixed_torques(model, q, qd, qdd, ParameterSet(coulomb="none"))
+    np.testing.assert_allclose(fixed, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    # Coulomb identified (tanh of the set's width, or the exact sign): nothing is left outside Y theta
+    for pset in (ParameterSet(asymmetric=True), ParameterSet(coulomb="sign", asymmetric=True)):
+        scale = np.abs(rd.inverse_dynamics(model, q, qd, qdd, smooth=True)).max()
+        assert np.abs(fixed_torques(model, q, qd, qdd, pset)).max() < 1e-10 * scale
+
+
 def test_payload_on_the_last_link_alone() -> None:
     """Payload identification: only the last link's 10 parameters, everything else a known torque
     (fixed_torques of the stock model); a 2 kg payload on the PUMA's link 6 is recovered exactly."""
@@ -270,7 +276,7 @@ def test_payload_on_the_last_link_alone() -> None:
     payload = Inertial(2.0, np.array([0.01, 0.02, 0.1]), np.diag([0.01, 0.012, 0.005]))
     truth = model.with_changes(joints=(*model.joints[:5], replace(j6, link=j6.link + payload)))
     q, qd, qdd = random_states(model, 1500, np.random.default_rng(14))
-    tau = rd.inverse_dynamics(truth, q, qd, qdd)
+    tau = rd.inverse_dynamics(truth, q, qd, qdd, smooth=True)  # the smooth friction the nodes use
     ne = accumulate(model, q, qd, qdd, tau - fixed_torques(model, q, qd, qdd, pset), pset)
     expected = nominal_parameters(truth, pset)
     for fit in (fit_least_squares(ne, base), fit_consistent(ne, model, pset, base, prior_weight=0.0)):

@@ -58,9 +58,10 @@ def _with_random_friction(model: RobotModel, seed: int) -> RobotModel:
 
 
 def _engine(model: RobotModel, pset: ParameterSet, q, qd, qdd):  # type: ignore[no-untyped-def]
-    smooth = pset.coulomb == "tanh"
-    ref = with_coulomb_velocity(model, pset.coulomb_velocity) if smooth else model
-    return rd.inverse_dynamics(ref, q, qd, qdd, friction=True, smooth=smooth)
+    """The engine's torque with the friction law of the set: exact sign for ``coulomb="sign"``, else smooth
+    (the set's width where Coulomb is identified, the model's own where it is not)."""
+    ref = with_coulomb_velocity(model, pset.coulomb_velocity) if pset.coulomb == "tanh" else model
+    return rd.inverse_dynamics(ref, q, qd, qdd, friction=True, smooth=pset.coulomb != "sign")
 
 
 def _check_against_engine(model: RobotModel, pset: ParameterSet, seed: int, count: int = 300) -> float:

@@ -23,8 +23,10 @@ API (names are stable):
   ``link_parameters(Inertial) -> (10,)``, ``body_of(phi10) -> Inertial``.
 * ``regressor(model, q, qd, qdd, pset) -> (N, n, p)`` (or ``(n, p)`` for one state);
   ``fixed_torques(model, q, qd, qdd, pset) -> (N, n)``: the model's torque outside ``Y theta``
-  (subtract from measured torque); ``predict(model, q, qd, qdd, theta, pset) -> (N, n)`` = ``Y theta``
-  without holding ``Y`` (chunked); ``with_coulomb_velocity(model, v)``.
+  (subtract from measured torque), with the friction law of ``friction_law(model, pset) -> (smooth,
+  reference model)`` (exact sign for ``coulomb="sign"``, else the smooth law the nodes use);
+  ``predict(model, q, qd, qdd, theta, pset) -> (N, n)`` = ``Y theta`` without holding ``Y``
+  (chunked); ``with_coulomb_velocity(model, v)``.
 * ``NormalEquations``: per-joint, unweighted sums ``ata_joint (n, p, p)``, ``atb_joint (n, p)``,
   ``btb_joint (n,)``, ``count`` (states), ``weights (n,)``; weighted totals ``ata (p, p)``,
   ``atb (p,)``, ``btb``; ``joints``; ``a + b`` (sum of data sets); ``with_weights(w)``;
@@ -39,7 +41,8 @@ API (names are stable):
 * ``fit_least_squares(ne, base, nominal=None, prior_weight=0.0) -> Fit``;
   ``fit_consistent(ne, model, pset, base, nominal=None, prior_weight=1e-6) -> Fit``;
   ``Fit``: ``theta (p,)``, ``theta_base``, ``std_base``, ``condition_number``, ``residual_rms (n,)``,
-  ``sigma2``, ``method``, ``cost``, ``poorly_excited`` (base names), ``.model(model, pset)``.
+  ``sigma2``, ``method``, ``cost``, ``poorly_excited`` (base names), ``optimality_gap`` (the
+  consistent fit's proven bound on its distance from the optimum), ``.model(model, pset)``.
 * ``fit_stribeck(model, q, qd, qdd, tau, pset, base, weights=None, nominal=None, prior_weight=0.0)
   -> StribeckFit`` (``fit``, per joint ``velocity``, ``excess = Ts - Tc``, ``std_excess``, ``cost``,
   ``.model(model, pset)``): the Schilling eq. 6-3-3 Stribeck term as a nonlinear refinement
@@ -64,7 +67,7 @@ from .parameters import (
     nominal_parameters,
     physical_problem,
 )
-from .regressor import fixed_torques, predict, regressor, with_coulomb_velocity
+from .regressor import fixed_torques, friction_law, predict, regressor, with_coulomb_velocity
 from .stribeck import StribeckFit, fit_stribeck
 
 __all__ = [
@@ -83,6 +86,7 @@ __all__ = [
     "fit_least_squares",
     "fit_stribeck",
     "fixed_torques",
+    "friction_law",
     "link_parameters",
     "nominal_parameters",
     "normal_equations",

@@ -6,175 +6,246 @@ positive definite and satisfying the triangle inequality) exactly when its 4x4 p
     J = [[Sigma, m c], [m c^T, m]],   Sigma = integral(r r^T dm) = tr(I_O)/2 E - I_O
 
 is positive definite (Wensing, Kim & Slotine, "Linear matrix inequalities for physically consistent
-inertial parameter identification", 2017; Sousa & Cortesão 2014 for the LMI form). The
-log-Cholesky parametrisation (Rucker & Wensing, "Smooth parameterization of rigid-body inertia",
-2022, eq. 8) writes ``J = U U^T`` with
+inertial parameter identification", 2017; Sousa & Cortesão 2014 for the LMI form). ``J`` is
+linear in the parameters, so the consistent set is the intersection of linear matrix inequalities
+``J_i(theta) >= 0`` (one per identified link) and half-spaces (armature, viscous and Coulomb levels
+``>= 0``; with asymmetric Coulomb the two levels ``L+ = Fc + Fa`` and ``-L- = Fc - Fa``); the
+weighted least-squares cost of :func:`~.estimate.fit_least_squares` (with its prior) is a convex
+quadratic. The fit is therefore a semidefinite program, and has one optimum, which is found from any
+start: no multiple starts are needed.
 
-    U = e^alpha [[e^d1, s12, s13, t1], [0, e^d2, s23, t2], [0, 0, e^d3, t3], [0, 0, 0, 1]]
+It is solved by the barrier method (Boyd & Vandenberghe, "Convex Optimization", 2004, section 11.3,
+Algorithm 11.1; the log-det barrier of section 11.6): minimise ``t F(theta) + Phi(theta)`` with
+``Phi = -sum log det J_i - sum log(level)`` by damped Newton steps (section 9.5.2, backtracking that
+keeps every ``J_i`` positive definite), then raise ``t`` twentyfold; after exact centring the cost is
+within ``nu / t`` of the optimum (``nu = 4 x links + levels``, section 11.2.2), so the method stops when
+``nu / t`` is below ``tol`` times the cost. A solution on the boundary (a level exactly 0, a degenerate
+body) is approached at this rate like any other: no coordinate has a vanishing gradient there.
 
-so any real 10-vector ``(alpha, d1, d2, d3, s12, s23, s13, t1, t2, t3)`` is a consistent body and
-every consistent body has one. The fit minimises the same weighted least-squares cost as
-:func:`~.estimate.fit_least_squares` (with its prior), written as residuals of a square root ``C`` of
-the base normal equations (eigen-decomposition), ``|C^T z - C^-1 g|^2 = cost - min cost``, over these
-coordinates with
-``scipy.optimize.least_squares`` (Levenberg–Marquardt, analytic Jacobian): armature, viscous and
-Coulomb levels bounded below by 0 (asymmetric Coulomb as the two levels ``L+ = Fc + Fa >= 0`` and
-``-L- = Fc - Fa >= 0``, each the square of a free coordinate); the offset is free. The directions
-the torques do not determine are left where the start puts them (Levenberg–Marquardt takes
-minimum-norm steps there); ``null_weight > 0`` adds an explicit weak pull of the link coordinates
-toward the start.
+``F`` is the cost above its unconstrained minimum, ``|C^T z - C^-1 g|^2`` with ``C`` a square root of
+the base normal equations (eigen-decomposition) and ``z`` the scaled base parameters, plus a weak
+proximal term ``null_weight x (information of the data set) x |u - u_ls|^2`` in the parameters ``u``
+scaled to unit column RMS (``BaseParameters.scale_full``), ``u_ls`` the least-squares estimate: the
+torques do not determine every direction of theta (regrouped parameters), and among the optimal
+consistent estimates the term picks the one nearest the least-squares estimate, which keeps the
+model's values where the data say nothing. Its effect on the cost is of order ``null_weight``.
 
-A solution on the boundary of the consistent set (a body with a degenerate mass distribution, a
-friction level or armature exactly 0) lies at infinity in these coordinates and is approached only
-linearly; ``max_nfev`` bounds the work. On 3000 noisy states of a Panda whose true friction is zero,
-100 evaluations leave the cost within 4e-4 of WLS and 5000 evaluations improve it by only 1e-5 relative.
-
-It starts from the least-squares estimate projected onto the consistent set (pseudo-inertia
-eigenvalues raised to at least ``1e-6`` of the largest; e.g. the bundled PUMA 560's links 1 and 3,
-which violate the triangle inequality as published).
+The start is the least-squares estimate made strictly feasible: pseudo-inertia eigenvalues raised to
+at least ``1e-4`` of the largest (e.g. the bundled PUMA 560's links 1 and 3, which violate the
+triangle inequality as published) and levels raised to a small positive value.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-import scipy.optimize
 from numpy.typing import ArrayLike
 
 from robot_dynamics.model import FloatArray, RobotModel
 
 from .base import BaseParameters
 from .estimate import Fit, NormalEquations, base_problem, finish, fit_least_squares
-from .parameters import ParameterSet, nominal_parameters
+from .parameters import IdentificationError, ParameterSet, nominal_parameters
 
-_PAIRS = ((0, 1), (1, 2), (0, 2))  # s12, s23, s13
-EIG_FLOOR = 1e-6
+START_FLOOR = 1e-4  # start: pseudo-inertia eigenvalues at least this fraction of the largest
+GROWTH = 20.0  # barrier parameter t grows by this factor per centring (Boyd & Vandenberghe, 11.3)
+NEWTON_DECREMENT = 1e-7  # centring stops when lambda^2 / 2 falls below this (section 9.5.1)
 
 
 def pseudo_inertia(phi: ArrayLike) -> FloatArray:
-    """The 4x4 pseudo-inertia ``J`` of 10 standard parameters (module docstring)."""
+    """The 4x4 pseudo-inertia ``J`` of 10 standard parameters ``(..., 10)`` (module docstring)."""
     p = np.asarray(phi, dtype=float)
-    xx, xy, xz, yy, yz, zz = p[4:10]
-    inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-    J = np.zeros((4, 4))
-    J[:3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
-    J[:3, 3] = J[3, :3] = p[1:4]
-    J[3, 3] = p[0]
-    return J
+    return np.einsum("...k,kab->...ab", p, _BASIS)
 
 
 def parameters_of_pseudo_inertia(J: FloatArray) -> FloatArray:
+    """The 10 standard parameters of a 4x4 pseudo-inertia (inverse of :func:`pseudo_inertia`)."""
     sigma = J[:3, :3]
     inertia = np.trace(sigma) * np.eye(3) - sigma
     return np.array([J[3, 3], *J[:3, 3], *inertia[[0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]]])
 
 
-def _u_matrix(x: FloatArray) -> FloatArray:
-    alpha, d, s, t = x[0], x[1:4], x[4:7], x[7:10]
-    U = np.zeros((4, 4))
-    U[[0, 1, 2], [0, 1, 2]] = np.exp(d)
-    for (r, c), v in zip(_PAIRS, s, strict=True):
-        U[r, c] = v
-    U[:3, 3] = t
-    U[3, 3] = 1.0
-    return np.exp(alpha) * U
-
-
-def link_of_log_cholesky(x: ArrayLike) -> tuple[FloatArray, FloatArray]:
-    """10 standard parameters of log-Cholesky coordinates and their Jacobian ``(10, 10)``."""
-    xa = np.asarray(x, dtype=float)
-    U = _u_matrix(xa)
-    phi = parameters_of_pseudo_inertia(U @ U.T)
-    jac = np.empty((10, 10))
-    ea = np.exp(xa[0])
-    for k in range(10):
-        dU = U.copy() if k == 0 else np.zeros((4, 4))
+def _basis() -> FloatArray:
+    """``A_k (10, 4, 4)`` with ``J = sum_k phi_k A_k``."""
+    basis = np.zeros((10, 4, 4))
+    for k in range(4):  # m, mx, my, mz
         if k == 0:
-            pass
-        elif k <= 3:
-            dU[k - 1, k - 1] = ea * np.exp(xa[k])
-        elif k <= 6:
-            r, c = _PAIRS[k - 4]
-            dU[r, c] = ea
+            basis[0, 3, 3] = 1.0
         else:
-            dU[k - 7, 3] = ea
-        dJ = dU @ U.T + U @ dU.T
-        jac[:, k] = parameters_of_pseudo_inertia(dJ)
-    return phi, jac
+            basis[k, k - 1, 3] = basis[k, 3, k - 1] = 1.0
+    pairs = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))  # Ixx, Ixy, Ixz, Iyy, Iyz, Izz
+    for k, (r, c) in enumerate(pairs, start=4):
+        inertia = np.zeros((3, 3))
+        inertia[r, c] = inertia[c, r] = 1.0
+        basis[k, :3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia  # Sigma = tr(I)/2 E - I
+    return basis
 
 
-def log_cholesky_of_link(phi: ArrayLike, floor: float = EIG_FLOOR) -> FloatArray:
-    """Log-Cholesky coordinates of the body nearest ``phi`` with pseudo-inertia eigenvalues at least
-    ``floor`` times the largest (``phi`` itself when it is comfortably consistent)."""
+_BASIS = _basis()
+
+
+def strictly_consistent_link(phi: ArrayLike, floor: float = START_FLOOR) -> FloatArray:
+    """The body nearest ``phi`` whose pseudo-inertia eigenvalues are at least ``floor`` times the largest
+    (``phi`` itself when it is comfortably consistent)."""
     J = pseudo_inertia(phi)
     eig, vec = np.linalg.eigh(J)
     top = max(float(eig[-1]), 1e-12)
-    J = (vec * np.maximum(eig, floor * top)) @ vec.T
-    flip = np.arange(3, -1, -1)
-    L = np.linalg.cholesky(J[np.ix_(flip, flip)])  # J = U U^T with U upper triangular
-    U = L[np.ix_(flip, flip)]
-    scale = U[3, 3]
-    return np.array(
-        [
-            np.log(scale),
-            *np.log(np.diag(U)[:3] / scale),
-            *(U[r, c] / scale for r, c in _PAIRS),
-            *(U[:3, 3] / scale),
-        ]
-    )
+    if eig[0] >= floor * top:
+        return np.asarray(phi, dtype=float).copy()
+    return parameters_of_pseudo_inertia((vec * np.maximum(eig, floor * top)) @ vec.T)
 
 
-class _Map:
-    """theta(x) for the consistent fit's coordinates ``x`` and its Jacobian."""
+@dataclass(frozen=True, eq=False)
+class ConsistentSet:
+    """The constraints of a parameter set on theta: ``links`` the slices of the identified links'
+    10 parameters; ``levels (k, p)`` rows ``l`` with ``l theta >= 0`` (armature, viscous, Coulomb
+    levels); ``joint (p, p_j)`` / ``joint_inverse`` map the per-joint values (levels and offsets) to
+    theta's joint columns and back."""
 
-    def __init__(self, model: RobotModel, pset: ParameterSet) -> None:
+    links: tuple[slice, ...]
+    levels: FloatArray
+    joint: FloatArray
+    bounded: np.ndarray
+
+    @staticmethod
+    def of(model: RobotModel, pset: ParameterSet) -> ConsistentSet:
         lay = pset.layout(model)
-        self.size = lay.size
-        self.links = [lay.link_slice(i) for i in lay.links]
-        rows: list[list[tuple[int, float]]] = []  # per joint variable: (theta column, coefficient)
-        lower: list[float] = []
+        rows: list[list[tuple[int, float]]] = []  # per joint value: (theta column, coefficient)
+        bounded: list[bool] = []
         cols = lay.joint_column
         for j in range(model.dof):
             for kind in ("Ia", "Fv"):
                 if cols[kind][j] >= 0:
                     rows.append([(int(cols[kind][j]), 1.0)])
-                    lower.append(0.0)
+                    bounded.append(True)
             if cols["Fc"][j] >= 0:
                 fc, fa = int(cols["Fc"][j]), int(cols["Fa"][j])
-                if fa >= 0:  # L+ = Fc + Fa and -L- = Fc - Fa, both >= 0
+                if fa >= 0:  # Fc = (L+ - L-)/2, Fa = (L+ + L-)/2: values L+ and -L-, both >= 0
                     rows += [[(fc, 0.5), (fa, 0.5)], [(fc, 0.5), (fa, -0.5)]]
-                    lower += [0.0, 0.0]
+                    bounded += [True, True]
                 else:
                     rows.append([(fc, 1.0)])
-                    lower.append(0.0)
+                    bounded.append(True)
             if cols["Fo"][j] >= 0:
                 rows.append([(int(cols["Fo"][j]), 1.0)])
-                lower.append(-np.inf)
-        self.n_link = 10 * len(self.links)
-        self.linear = np.zeros((self.size, len(rows)))
+                bounded.append(False)
+        joint = np.zeros((lay.size, len(rows)))  # theta's joint columns = joint @ values
         for k, row in enumerate(rows):
             for c, v in row:
-                self.linear[c, k] = v
-        self.bounded = np.isfinite(np.array(lower, dtype=float))
+                joint[c, k] = v
+        flags = np.array(bounded, dtype=bool)
+        values_of = np.linalg.pinv(joint)  # values = values_of @ theta (exact: the map is invertible)
+        return ConsistentSet(tuple(lay.link_slice(i) for i in lay.links), values_of[flags], joint, flags)
 
-    def theta(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """theta and d theta / d x; a variable bounded below by 0 enters squared (``v = x^2``)."""
-        v = x[self.n_link :]
-        root = self.bounded
-        values = np.where(root, v * v, v)
-        th = self.linear @ values
-        jac = np.zeros((self.size, len(x)))
-        jac[:, self.n_link :] = self.linear * np.where(root, 2.0 * v, 1.0)
-        for k, sl in enumerate(self.links):
-            phi, dphi = link_of_log_cholesky(x[10 * k : 10 * k + 10])
-            th[sl] = phi
-            jac[sl, 10 * k : 10 * k + 10] = dphi
-        return th, jac
+    def feasible_start(self, theta: FloatArray, level_floor: FloatArray) -> FloatArray:
+        """``theta`` with every link strictly consistent and every level at least ``level_floor``."""
+        out = theta.copy()
+        for sl in self.links:
+            out[sl] = strictly_consistent_link(theta[sl])
+        if self.joint.shape[1]:
+            values = np.linalg.lstsq(self.joint, theta, rcond=None)[0]
+            values[self.bounded] = np.maximum(values[self.bounded], level_floor)
+            on = np.any(self.joint != 0.0, axis=1)
+            out[on] = (self.joint @ values)[on]
+        return out
 
-    def start(self, theta: FloatArray) -> FloatArray:
-        links = [log_cholesky_of_link(theta[sl]) for sl in self.links]
-        joint = np.linalg.lstsq(self.linear, theta, rcond=None)[0]
-        joint = np.where(self.bounded, np.sqrt(np.maximum(joint, 0.0)) + 1e-6, joint)
-        return np.concatenate([*links, joint])
+
+class _Barrier:
+    """``Phi(u) = -sum log det J_i - sum log(l u)`` in scaled parameters ``u`` (``theta = u / scale``)."""
+
+    def __init__(self, cset: ConsistentSet, inv_scale: FloatArray) -> None:
+        self.index = np.array([np.arange(sl.start, sl.stop) for sl in cset.links], dtype=np.intp).reshape(-1, 10)
+        self.basis = _BASIS[None] * inv_scale[self.index][:, :, None, None]  # (L, 10, 4, 4) per unit of u
+        self.levels = cset.levels * inv_scale  # (k, p)
+        self.nu = 4 * len(cset.links) + self.levels.shape[0]
+
+    def value(self, u: FloatArray) -> float:
+        """``Phi(u)``, ``inf`` outside the strictly consistent set."""
+        J = np.einsum("lk,lkab->lab", u[self.index], self.basis)
+        s = self.levels @ u
+        if np.any(s <= 0.0):
+            return float("inf")
+        try:
+            chol = np.linalg.cholesky(J)
+        except np.linalg.LinAlgError:
+            return float("inf")
+        logdet = 2.0 * np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2)))
+        return float(-logdet - np.sum(np.log(s)))
+
+    def derivatives(self, u: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Gradient and Hessian of ``Phi`` at a strictly feasible ``u``."""
+        p = len(u)
+        grad, hess = np.zeros(p), np.zeros((p, p))
+        if len(self.index):
+            J = np.einsum("lk,lkab->lab", u[self.index], self.basis)
+            M = np.einsum("lab,lkbc->lkac", np.linalg.inv(J), self.basis)  # J^-1 A_k
+            np.add.at(grad, self.index, -np.einsum("lkaa->lk", M))  # d(-log det J) = -tr(J^-1 A_k)
+            block = np.einsum("lkab,ljba->lkj", M, M)  # tr(J^-1 A_k J^-1 A_j)
+            for rows, b in zip(self.index, block, strict=True):
+                hess[np.ix_(rows, rows)] += b
+        if self.levels.shape[0]:
+            inv = 1.0 / (self.levels @ u)
+            grad -= self.levels.T @ inv
+            hess += (self.levels.T * inv**2) @ self.levels
+        return grad, hess
+
+
+def _solve_barrier(
+    R: FloatArray,
+    rhs: FloatArray,
+    rho: float,
+    u_ref: FloatArray,
+    barrier: _Barrier,
+    u0: FloatArray,
+    gap: float,
+    cap: int,
+) -> tuple[FloatArray, int, float]:
+    """Minimise ``F(u) = |R u - rhs|^2 + rho |u - u_ref|^2`` over the barrier's set (module docstring).
+    Returns the solution, the number of Newton steps and the bound ``nu / t`` on ``F(u) - min F``
+    (``inf`` when ``cap`` steps ran out before a centring finished)."""
+    RtR, Rtb = R.T @ R, R.T @ rhs
+    eye = np.eye(len(u0))
+
+    def objective(u: FloatArray) -> float:
+        r = R @ u - rhs
+        d = u - u_ref
+        return float(r @ r + rho * (d @ d))
+
+    u = u0.copy()
+    t = max(barrier.nu, 1) / max(objective(u), 1e-300)  # nu / t = F(u0): F >= 0
+    steps = 0
+    while steps < cap:
+        centred = False
+        while steps < cap:  # centring by damped Newton steps
+            g_phi, h_phi = barrier.derivatives(u)
+            grad = t * 2.0 * (RtR @ u - Rtb + rho * (u - u_ref)) + g_phi
+            hess = t * 2.0 * (RtR + rho * eye) + h_phi
+            try:
+                step = -np.linalg.solve(hess, grad)
+            except np.linalg.LinAlgError:
+                step = -np.linalg.lstsq(hess, grad, rcond=None)[0]
+            decrement = -float(grad @ step)
+            steps += 1
+            if decrement / 2.0 <= NEWTON_DECREMENT:
+                centred = True
+                break
+            current = t * objective(u) + barrier.value(u)
+            size = 1.0
+            while size > 1e-12:  # backtracking line search (alpha = 0.25, beta = 0.5)
+                trial = u + size * step
+                value = t * objective(trial) + barrier.value(trial)
+                if value <= current - 0.25 * size * decrement and value < current:
+                    break
+                size *= 0.5
+            else:
+                centred = True  # no decrease to rounding: centred as well as the arithmetic allows
+                break
+            u = trial
+        if centred and barrier.nu / t <= gap:
+            return u, steps, barrier.nu / t
+        t *= GROWTH
+    return u, steps, float("inf")
 
 
 def fit_consistent(
@@ -185,15 +256,21 @@ def fit_consistent(
     nominal: ArrayLike | None = None,
     prior_weight: float = 1e-6,
     *,
-    null_weight: float = 0.0,
-    max_nfev: int = 500,
+    null_weight: float = 1e-8,
+    tol: float = 1e-9,
+    max_steps: int = 1000,
 ) -> Fit:
     """The physically consistent weighted least-squares estimate (module docstring).
 
     ``nominal`` (default: the model's own parameters) is the prior's target and the reference for the
-    directions the data leave free; ``prior_weight`` as in :func:`~.estimate.fit_least_squares`.
-    ``std_base`` are those of the unconstrained problem at the consistent estimate.
+    directions the data leave free; ``prior_weight`` as in :func:`~.estimate.fit_least_squares`;
+    ``null_weight`` the proximal term's relative weight; the barrier method stops when the cost is
+    provably within ``tol`` (relative) of the optimum or after ``max_steps`` Newton steps; the bound it
+    reached is ``Fit.optimality_gap`` (``inf`` if the steps ran out first; the estimate is consistent
+    either way). ``std_base`` are those of the unconstrained problem at the consistent estimate.
     """
+    if not (null_weight > 0.0 and tol > 0.0):
+        raise IdentificationError(f"null_weight and tol must be > 0, got {null_weight!r} and {tol!r}")
     nom = nominal_parameters(model, pset) if nominal is None else np.asarray(nominal, dtype=float)
     prob = base_problem(ne, base, nom, prior_weight)
     eig, vec = np.linalg.eigh(prob.H)
@@ -201,34 +278,18 @@ def fit_consistent(
     root = np.sqrt(eig[keep])
     Ct = (vec[:, keep] * root).T  # rows: sqrt(lambda) v^T, so |Ct z|^2 = z^T H z on the kept directions
     rhs = (vec[:, keep].T @ prob.g) / root
-    SK = prob.scale[:, None] * base.K  # z = S K theta
-    mapping = _Map(model, pset)
-    ls_start = fit_least_squares(ne, base, nom, prior_weight=max(prior_weight, 1e-9)).theta
-    x0 = mapping.start(ls_start)
-    anchor = x0[: mapping.n_link].copy()
-    reg = np.sqrt(null_weight * ne.count * float(np.sum(ne.weights)))
-
-    def residuals(x: FloatArray) -> FloatArray:
-        th, _ = mapping.theta(x)
-        return np.concatenate([Ct @ (SK @ th) - rhs, reg * (x[: mapping.n_link] - anchor)])
-
-    def jacobian(x: FloatArray) -> FloatArray:
-        _, dth = mapping.theta(x)
-        top = Ct @ (SK @ dth)
-        bottom = np.zeros((mapping.n_link, len(x)))
-        bottom[:, : mapping.n_link] = reg * np.eye(mapping.n_link)
-        return np.vstack([top, bottom])
-
-    result = scipy.optimize.least_squares(
-        residuals,
-        x0,
-        jac=jacobian,
-        method="lm",
-        x_scale="jac",
-        ftol=1e-12,
-        xtol=1e-12,
-        gtol=1e-12,
-        max_nfev=max_nfev,
-    )
-    theta, _ = mapping.theta(result.x)
-    return finish(ne, base, prob, theta, base.to_base(theta), "consistent")
+    positive = base.scale_full > 0.0
+    scale = np.where(positive, base.scale_full, np.min(base.scale_full[positive], initial=1.0))
+    inv_scale = 1.0 / scale
+    R = Ct @ ((prob.scale[:, None] * base.K) * inv_scale)  # z = S K theta = S K u / scale
+    cset = ConsistentSet.of(model, pset)
+    ls = fit_least_squares(ne, base, nom, prior_weight=max(prior_weight, 1e-9))
+    info = ne.count * float(np.sum(ne.weights))
+    torque = max(float(np.mean(ls.residual_rms)), 1e-9 * float(np.sqrt(np.mean(ne.btb_joint) / ne.count)), 1e-300)
+    level_floor = 1e-2 * torque / np.maximum(np.abs(cset.levels) @ scale, 1e-300)  # 1 % of the noise
+    theta0 = cset.feasible_start(ls.theta, level_floor)
+    u_ref, u0 = ls.theta * scale, theta0 * scale
+    gap = tol * max(ls.cost, ne.btb * 1e-12, 1e-300)
+    u, _, bound = _solve_barrier(R, rhs, null_weight * info, u_ref, _Barrier(cset, inv_scale), u0, gap, max_steps)
+    theta = u * inv_scale
+    return finish(ne, base, prob, theta, base.to_base(theta), "consistent", optimality_gap=bound)

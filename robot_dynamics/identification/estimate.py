@@ -195,7 +195,9 @@ class Fit:
     the fitted data, ``sigma2`` the weighted residual variance (about 1 when the weights are
     ``1 / sigma_j^2`` of the actual noise), ``method`` ("wls" or "consistent"), ``cost`` the
     weighted residual sum of squares, ``base_names``, ``poorly_excited`` base parameters the data
-    hardly determine (kept near the prior)."""
+    hardly determine (kept near the prior), ``optimality_gap`` (consistent fit) a proven bound on
+    how far its minimised cost (with the prior) lies above the optimum of the consistent problem
+    (``inf`` if it stopped at its step limit); 0 for the other estimators."""
 
     theta: FloatArray
     theta_base: FloatArray
@@ -207,6 +209,7 @@ class Fit:
     cost: float
     base_names: tuple[str, ...]
     poorly_excited: tuple[str, ...] = ()
+    optimality_gap: float = 0.0
 
     def model(self, model: RobotModel, pset: ParameterSet, *, check: bool = True) -> RobotModel:
         """``model`` with the fitted parameters (:func:`~.parameters.apply_parameters`)."""
@@ -285,7 +288,14 @@ def fit_least_squares(
 
 
 def finish(
-    ne: NormalEquations, base: BaseParameters, prob: BaseProblem, theta: FloatArray, theta_base: FloatArray, method: str
+    ne: NormalEquations,
+    base: BaseParameters,
+    prob: BaseProblem,
+    theta: FloatArray,
+    theta_base: FloatArray,
+    method: str,
+    *,
+    optimality_gap: float = 0.0,
 ) -> Fit:
     """The statistics of an estimate (shared by the estimators)."""
     rss = ne.residual_sum(theta)
@@ -304,4 +314,5 @@ def finish(
         cost=cost,
         base_names=base.names,
         poorly_excited=prob.poorly_excited,
+        optimality_gap=optimality_gap,
     )

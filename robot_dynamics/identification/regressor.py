@@ -361,6 +361,19 @@ def with_coulomb_velocity(model: RobotModel, velocity: float) -> RobotModel:
     return model.with_changes(joints=joints)
 
 
+def friction_law(model: RobotModel, pset: ParameterSet) -> tuple[bool, RobotModel]:
+    """``(smooth, reference)``: ``inverse_dynamics(reference, ..., smooth=smooth)`` is the model's torque
+    with the friction law ``Y theta`` is fitted with. ``coulomb="sign"``: the exact sign law. Otherwise
+    the smooth law the nodes compensate with (``tanh``, each joint's ``smoothing_velocity``), the width
+    set to ``pset.coulomb_velocity`` where Coulomb friction is identified (``coulomb="tanh"``, as the
+    identified model deploys it) and the model's own where it is not (``coulomb="none"``)."""
+    if pset.coulomb == "sign":
+        return False, model
+    if pset.coulomb == "tanh" and any(j.friction.smoothing_velocity != pset.coulomb_velocity for j in model.joints):
+        return True, with_coulomb_velocity(model, pset.coulomb_velocity)
+    return True, model
+
+
 def fixed_torques(
     model: RobotModel, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, pset: ParameterSet | None = None
 ) -> FloatArray:
@@ -368,13 +381,11 @@ def fixed_torques(
 
     This is what the parameters outside ``pset`` contribute at their model values (the links not
     identified, friction switched off in the set, Stribeck/bearing/transmission friction); subtract
-    it from measured torques before fitting. Friction as :func:`inverse_dynamics` computes it: smooth
-    ``tanh`` with width ``pset.coulomb_velocity`` for ``coulomb="tanh"``, else the exact sign.
-    It is zero (to rounding) for a model whose friction is viscous and Coulomb only, with all
-    parameters identified.
+    it from measured torques before fitting. The friction law is :func:`friction_law`'s, the one
+    :func:`inverse_dynamics` applies to the model (smooth unless ``coulomb="sign"``). It is zero (to
+    rounding) for a model whose friction is viscous and Coulomb only, with all parameters identified.
     """
     pset = pset or ParameterSet()
-    smooth = pset.coulomb == "tanh"
-    reference = with_coulomb_velocity(model, pset.coulomb_velocity) if smooth else model
+    smooth, reference = friction_law(model, pset)
     tau = inverse_dynamics(reference, q, qd, qdd, friction=True, smooth=smooth, smooth_kind="tanh")
     return np.asarray(tau, dtype=float) - predict(model, q, qd, qdd, nominal_parameters(model, pset), pset)
