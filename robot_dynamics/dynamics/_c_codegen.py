@@ -26,11 +26,8 @@ one description (the Python backend replays the same source on its tracer, :mod:
 Anything outside the subset raises :class:`NotTranslatable` (the caller then keeps the friction in
 Python).
 
-:func:`library_source` assembles a translation unit with, per entry point ``rd_eK``::
-
-    int  rd_eK(double *buf);           /* one state: inputs, then outputs, in one buffer;
-                                          returns 1 if an input is not finite, 2 if an output is not */
-    void rd_eK_batch(long count, const double *a0, ..., double *out);   /* row-major (count, k) */
+The entry points and the CPython extension module around these functions are emitted by
+:mod:`._c_extension`.
 """
 
 from __future__ import annotations
@@ -508,67 +505,3 @@ def friction_inverse_function(name: str, n: int, rigid: str, friction: str, load
             "}",
         ]
     )
-
-
-# -- entry points ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Entry:
-    """An exported entry point ``rd_<symbol>`` (one state) and ``rd_<symbol>_batch``."""
-
-    symbol: str
-    function: str  # the static function it calls: function(in_0, ..., in_k, out)
-    inputs: tuple[int, ...]  # sizes of the argument groups
-    outputs: int
-
-
-def entry_source(entry: Entry) -> str:
-    sizes, n_out = entry.inputs, entry.outputs
-    n_in = sum(sizes)
-    offsets = [sum(sizes[:i]) for i in range(len(sizes))]
-    groups = range(len(sizes))
-    single_args = ", ".join([*(f"a{i}" for i in groups), "o"])
-    batch_args = ", ".join([*(f"v{i}" for i in groups), "o"])
-    params = ", ".join(f"const double *a{i}" for i in groups)
-    single = [
-        f"int rd_{entry.symbol}(double *buf)",
-        "{",
-        f"    for (int i = 0; i < {n_in}; ++i)",
-        "        if (!isfinite(buf[i])) return 1;",
-        f"    rd_v {', '.join(f'a{i}[{s}]' for i, s in zip(groups, sizes, strict=True))}, o[{n_out}];",
-    ]
-    for i, (size, offset) in enumerate(zip(sizes, offsets, strict=True)):
-        single.append(f"    for (int j = 0; j < {size}; ++j) a{i}[j] = RD_SPLAT(buf[{offset} + j]);")
-    single += [
-        f"    {entry.function}({single_args});",
-        f"    for (int j = 0; j < {n_out}; ++j) buf[{n_in} + j] = o[j][0];",
-        f"    for (int i = {n_in}; i < {n_in + n_out}; ++i)",
-        "        if (!isfinite(buf[i])) return 2;",
-        "    return 0;",
-        "}",
-    ]
-    batch = [
-        f"void rd_{entry.symbol}_batch(long count, {params}, double *out)",
-        "{",
-        "    for (long k = 0; k < count; k += RD_LANES) {",
-        "        const int lanes = count - k < RD_LANES ? (int)(count - k) : RD_LANES;",
-        f"        rd_v {', '.join(f'v{i}[{s}]' for i, s in zip(groups, sizes, strict=True))}, o[{n_out}];",
-        "        for (int l = 0; l < RD_LANES; ++l) {",
-        "            const long row = k + (l < lanes ? l : lanes - 1); /* a short block repeats its last state */",
-    ]
-    for i, size in enumerate(sizes):
-        batch.append(f"            for (int j = 0; j < {size}; ++j) v{i}[j][l] = a{i}[row * {size} + j];")
-    batch += [
-        "        }",
-        f"        {entry.function}({batch_args});",
-        "        for (int l = 0; l < lanes; ++l)",
-        f"            for (int j = 0; j < {n_out}; ++j) out[(k + l) * {n_out} + j] = o[j][l];",
-        "    }",
-        "}",
-    ]
-    return "\n".join([*single, "", *batch])
-
-
-def library_source(header: str, lanes: int, functions: Sequence[str], entries: Sequence[Entry]) -> str:
-    """The translation unit: a comment, the prelude, the static functions, the entry points."""
-    comment = "/*\n" + "\n".join(f" * {line}".rstrip() for line in header.splitlines()) + "\n */\n"
-    return "\n\n".join([comment + prelude(lanes), *functions, *(entry_source(e) for e in entries)]) + "\n"

@@ -5,10 +5,11 @@ Backends of the engine's public functions (``backend=`` argument):
 * ``"python"`` (also ``"numeric"``): the traced straight-line programs run as Python — floats for one
   state, NumPy rows for a batch (:mod:`._kernels`). Nothing to build; the default.
 * ``"native"``: the same traced programs emitted as C (:mod:`._c_codegen`), compiled with the system
-  compiler into a shared library per model, cached on disk (:mod:`robot_dynamics._native`) and
-  called through ``ctypes``: one state in a preallocated per-thread buffer, a batch in one call that
-  loops in C (without the GIL). Friction is translated from the friction package's generated
-  single-state program and fused into the same C call.
+  compiler into a CPython extension module per model, cached on disk (:mod:`robot_dynamics._native`):
+  one state is one ``METH_FASTCALL`` call taking the arrays through the buffer protocol, a batch is
+  one call that loops in C (without the GIL for large batches), see :mod:`._c_extension`. Friction
+  is translated from the friction package's generated single-state program and fused into the same
+  C call.
 * ``"generated"`` (``inverse_dynamics`` only): the symbolic package's SymPy-generated inverse dynamics.
 * ``None``: the model's prepared backend (:func:`prepare`), else the process default
   (:func:`set_default_backend`, initially ``$ROBOT_DYNAMICS_BACKEND`` or ``"python"``).
@@ -23,7 +24,6 @@ native backend warns once and the Python backend is used.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import json
 import os
@@ -41,8 +41,9 @@ import numpy as np
 from .. import _native
 from ..errors import RobotDynamicsError, StateError
 from ..model import FloatArray, RobotModel
-from . import _c_codegen
-from ._c_codegen import Entry, NotTranslatable
+from . import _c_codegen, _c_extension
+from ._c_codegen import NotTranslatable
+from ._c_extension import Entry
 
 if TYPE_CHECKING:
     from ._kernels import ModelKernels
@@ -53,7 +54,6 @@ FLAGS: tuple[str, ...] = ("-O2", "-fno-math-errno", "-ffp-contract=off")
 """Compiler flags: no contraction into fused multiply-adds, so every lane rounds like the Python program."""
 FRICTION_VARIANTS = ("exact", "tanh", "linear")  # smooth=False, smooth=True with smooth_kind
 _SUBDIR = "engine"
-_LIBRARY = "libengine.so"
 _GENERATOR_FILES = {
     "dynamics": (
         "_trace.py",
@@ -65,6 +65,7 @@ _GENERATOR_FILES = {
         "crba.py",
         "forward.py",
         "_c_codegen.py",
+        "_c_extension.py",
         "native.py",
     ),
     "friction": ("_scalar.py", "parameters.py", "smooth.py"),
@@ -203,8 +204,9 @@ def _cache_key(model: RobotModel) -> str:
     return _native.hash_key(["engine-native", model.fingerprint(), *sources, flags, str(lanes), _native.toolchain()])
 
 
-def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
-    """Trace the kernels, emit C, compile into ``target`` and write ``meta.json`` (last).
+def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_engine") -> None:
+    """Trace the kernels, emit C, compile the extension module ``module`` into ``target`` and write
+    ``meta.json`` (last).
 
     Ten traced programs are compiled: Newton–Euler with/without tool load and reactions, D, c, h, the
     gravity-free reactions, and forward dynamics (with/without tool load) for the model's motor-inertia
@@ -226,7 +228,7 @@ def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
     def add(key: Key, function: str, inputs: tuple[int, ...], outputs: int) -> None:
         compiled[key] = (function, inputs, outputs)
         symbol = f"e{len(entries)}"
-        entries.append(Entry(symbol, function, inputs, outputs))
+        entries.append(Entry(symbol, function, inputs, outputs, (n, n) if key[0] == "inertia" else ()))
         meta_entries.append({"symbol": symbol, "key": list(key), "inputs": list(inputs), "outputs": outputs})
 
     traced = [rnea_key(load=load, reactions=reactions) for load in (False, True) for reactions in (False, True)]
@@ -306,10 +308,12 @@ def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
         "generated from the engine's traced programs (robot_dynamics.dynamics._c_codegen); do not edit"
     )
     source = target / "engine.c"
-    source.write_text(_c_codegen.library_source(header, lanes, [f for f in functions if f], entries))
+    source.write_text(_c_extension.library_source(header, lanes, [f for f in functions if f], entries, module))
     generated = time.perf_counter()
-    _native.compile_shared(source, target / _LIBRARY, flags=(*FLAGS, *extra_flags))
+    library = _native.compile_extension(source, target, module, flags=(*FLAGS, *extra_flags))
     meta = {
+        "module": module,
+        "library": library.name,
         "robot": model.name,
         "dof": model.dof,
         "lanes": lanes,
@@ -356,7 +360,7 @@ def load(model: RobotModel, K: ModelKernels | None = None, *, cache: Path | str 
                 K.native_library = False
                 return None
             try:
-                directory = _native.publish(root, key, lambda tmp: _build(model, K, tmp))
+                directory = _native.publish(root, key, lambda tmp: _build(model, K, tmp, f"rd_engine_{key}"))
             except RobotDynamicsError as exc:  # e.g. a compiler without the vector extension
                 warnings.warn(
                     f"robot_dynamics: building the native library of {model.name!r} failed; using the Python "
@@ -380,137 +384,8 @@ def clear_cache(cache: Path | str | None = None) -> int:
 
 
 # -- calling ------------------------------------------------------------------------------------------
-_ndarray = np.ndarray
-
-
-class SingleCall:
-    """One entry point for one state: inputs copied into a per-thread buffer, one ctypes call.
-
-    ``fast(*arrays)`` takes NumPy arrays of exactly the input shapes and returns the output array,
-    or ``None`` (another type or shape, a non-finite input or output): the caller then takes its
-    general path, which validates and reports. ``values(lists)`` runs validated input lists.
-    """
-
-    __slots__ = ("_function", "_local", "fast", "n_in", "n_out", "out_shape", "sizes")
-
-    def __init__(
-        self, function: Callable[[int], int], sizes: Sequence[int], n_out: int, out_shape: tuple[int, ...] = ()
-    ) -> None:
-        self._function = function
-        self.sizes = tuple(sizes)
-        self.n_in = sum(self.sizes)
-        self.n_out = n_out
-        self.out_shape = out_shape or (n_out,)  # of the arrays fast() returns
-        self._local = threading.local()
-        self.fast = self._make_fast()
-
-    def _state(self) -> tuple[Any, ...]:
-        state = getattr(self._local, "state", None)
-        if state is None:
-            buffer = np.zeros(self.n_in + self.n_out)
-            views = []
-            offset = 0
-            for size in self.sizes:
-                views.append(buffer[offset : offset + size])
-                offset += size
-            state = (int(buffer.ctypes.data), *views, buffer[self.n_in :].reshape(self.out_shape), buffer)
-            self._local.state = state
-        return state
-
-    def _make_fast(self) -> Callable[..., FloatArray | None]:
-        function, local, allocate = self._function, self._local, self._state
-        shapes = [(size,) for size in self.sizes]
-        if len(shapes) == 1:
-            (s0,) = shapes
-
-            def fast1(a: Any) -> FloatArray | None:
-                if type(a) is not _ndarray or a.shape != s0:
-                    return None
-                try:
-                    address, va, out, _ = local.state
-                except AttributeError:
-                    address, va, out, _ = allocate()
-                try:
-                    va[...] = a
-                except (TypeError, ValueError):
-                    return None
-                if function(address):
-                    return None
-                return out.copy()
-
-            return fast1
-        if len(shapes) == 2:
-            s0, s1 = shapes
-
-            def fast2(a: Any, b: Any) -> FloatArray | None:
-                if type(a) is not _ndarray or type(b) is not _ndarray or a.shape != s0 or b.shape != s1:
-                    return None
-                try:
-                    address, va, vb, out, _ = local.state
-                except AttributeError:
-                    address, va, vb, out, _ = allocate()
-                try:
-                    va[...] = a
-                    vb[...] = b
-                except (TypeError, ValueError):
-                    return None
-                if function(address):
-                    return None
-                return out.copy()
-
-            return fast2
-        if len(shapes) == 3:
-            s0, s1, s2 = shapes
-
-            def fast3(a: Any, b: Any, c: Any) -> FloatArray | None:
-                if (
-                    type(a) is not _ndarray
-                    or type(b) is not _ndarray
-                    or type(c) is not _ndarray
-                    or a.shape != s0
-                    or b.shape != s1
-                    or c.shape != s2
-                ):
-                    return None
-                try:
-                    address, va, vb, vc, out, _ = local.state
-                except AttributeError:
-                    address, va, vb, vc, out, _ = allocate()
-                try:
-                    va[...] = a
-                    vb[...] = b
-                    vc[...] = c
-                except (TypeError, ValueError):
-                    return None
-                if function(address):
-                    return None
-                return out.copy()
-
-            return fast3
-
-        def fast_any(*arrays: Any) -> FloatArray | None:
-            if len(arrays) != len(shapes) or any(
-                type(a) is not _ndarray or a.shape != s for a, s in zip(arrays, shapes, strict=True)
-            ):
-                return None
-            return self.values([a.tolist() for a in arrays], strict=True)
-
-        return fast_any
-
-    def values(self, values: Sequence[Sequence[float]], *, strict: bool = False) -> FloatArray | None:
-        """Run validated input lists; the output (``None`` only with ``strict`` and a failed check)."""
-        state = self._state()
-        address, views, out = state[0], state[1:-2], state[-2]
-        for view, value in zip(views, values, strict=True):
-            view[...] = value
-        status = self._function(address)
-        if strict and status:
-            return None
-        return out.reshape(self.n_out).copy()
-
-
 class BatchCall:
-    """One entry point for ``(N, k)`` row-major batches: one ctypes call, the loop runs in C."""
+    """One entry point for ``(N, k)`` row-major batches: one call into the extension, the loop runs in C."""
 
     __slots__ = ("_function", "n_out", "sizes")
 
@@ -521,15 +396,19 @@ class BatchCall:
 
     def __call__(self, arrays: Sequence[Any]) -> FloatArray:
         blocks = [np.ascontiguousarray(a, dtype=np.float64) for a in arrays]
-        count = blocks[0].shape[0]
-        out = np.empty((count, self.n_out))
-        if count:
-            self._function(count, *(int(b.ctypes.data) for b in blocks), int(out.ctypes.data))
+        out = np.empty((blocks[0].shape[0], self.n_out))
+        self._function(*blocks, out)
         return out
 
 
+SingleCall = Callable[..., Any]
+"""A one-state function of the extension module (see :mod:`._c_codegen`): ``f(a0, ..., ak)`` returns
+the output array, or ``None`` for inputs it does not take or non-finite values (the caller then takes
+its general path, which validates and reports); ``f(a0, ..., ak, out)`` writes into ``out``."""
+
+
 class NativeModel:
-    """The loaded native library of one model: its entry points by kernel key."""
+    """The loaded native extension module of one model: its entry points by kernel key."""
 
     def __init__(self, directory: Path, n: int) -> None:
         self.directory = directory
@@ -537,37 +416,27 @@ class NativeModel:
         self.meta: dict[str, Any] = json.loads((directory / _native.MARKER).read_text())
         self.motors = bool(self.meta["motors"])
         entries = [(tuple(e["key"]), e["symbol"], tuple(e["inputs"]), int(e["outputs"])) for e in self.meta["entries"]]
-        library = directory / _LIBRARY
-        pointer = _native.POINTER
-        singles = _native.bind(
-            library, {f"rd_{symbol}": (ctypes.c_int, [pointer]) for _, symbol, _, _ in entries}, hold_gil=True
-        )
-        batches = _native.bind(
-            library,
-            {
-                f"rd_{symbol}_batch": (None, [ctypes.c_long, *([pointer] * (len(inputs) + 1))])
-                for _, symbol, inputs, _ in entries
-            },
-        )
+        module = _native.load_extension(self.meta["module"], directory / self.meta["library"])
         self.single: dict[Key, SingleCall] = {}
         self.batch: dict[Key, BatchCall] = {}
+        self.outputs: dict[Key, int] = {}
         for key, symbol, inputs, outputs in entries:
-            shape = (n, n) if key[0] == "inertia" else ()  # D comes back as a matrix
-            self.single[key] = SingleCall(singles[f"rd_{symbol}"], inputs, outputs, shape)
-            self.batch[key] = BatchCall(batches[f"rd_{symbol}_batch"], inputs, outputs)
+            self.single[key] = getattr(module, symbol)
+            self.batch[key] = BatchCall(getattr(module, f"{symbol}_batch"), inputs, outputs)
+            self.outputs[key] = outputs
         # the hot single-state entries: inverse dynamics by (motor, friction variant or None); D and
         # forward dynamics by motor switch; c; h
-        self.inertia = {motor: self.single[self.key(("inertia", motor))].fast for motor in (False, True)}
-        self.forward = {motor: self.single[self.key(("forward", motor, False))].fast for motor in (False, True)}
-        self.gravity = self.single[rnea_key(velocity=False, acceleration=False)].fast
-        self.velocity_terms = self.single[rnea_key(acceleration=False, gravity=False)].fast
-        self.inverse: dict[tuple[bool, str | None], Callable[..., FloatArray | None]] = {}
+        self.inertia = {motor: self.single[self.key(("inertia", motor))] for motor in (False, True)}
+        self.forward = {motor: self.single[self.key(("forward", motor, False))] for motor in (False, True)}
+        self.gravity = self.single[rnea_key(velocity=False, acceleration=False)]
+        self.velocity_terms = self.single[rnea_key(acceleration=False, gravity=False)]
+        self.inverse: dict[tuple[bool, str | None], SingleCall] = {}
         for motor in (False, True):
-            self.inverse[(motor, None)] = self.single[self.key(rnea_key(motor=motor))].fast
+            self.inverse[(motor, None)] = self.single[self.key(rnea_key(motor=motor))]
             for variant in FRICTION_VARIANTS:
                 fused = self.single.get(self.key(("id_friction", motor, False, variant)))
                 if fused is not None:
-                    self.inverse[(motor, variant)] = fused.fast
+                    self.inverse[(motor, variant)] = fused
         self.has_friction = any(key[0] == "id_friction" for key, _, _, _ in entries)
 
     def key(self, key: Key) -> Key:
@@ -582,4 +451,8 @@ class NativeModel:
             call = self.batch.get(stored)
             return None if call is None else call(values)
         single = self.single.get(stored)
-        return None if single is None else single.values(values)
+        if single is None:
+            return None
+        out = np.empty(self.outputs[stored])
+        single(*values, out)
+        return out
