@@ -106,7 +106,9 @@ static PyObject *rd_single(const char *name, PyObject *const *args, Py_ssize_t n
         for (int i = 0; i < k; offset += sizes[i], ++i)
             if (rd_read(args[i], in + offset, sizes[i])) Py_RETURN_NONE;
         if (!rd_all_finite(in, offset)) Py_RETURN_NONE;
+        rd_single_state = 1;
         one(in, out);
+        rd_single_state = 0;
         if (!rd_all_finite(out, n_out)) Py_RETURN_NONE;
         PyObject *array = PyObject_Vectorcall(rd_empty, &shape, 1, NULL);
         if (array == NULL) return NULL;
@@ -132,7 +134,9 @@ static PyObject *rd_single(const char *name, PyObject *const *args, Py_ssize_t n
         return PyErr_Format(PyExc_TypeError, "%s: out is not a writable float64 buffer of %zd values", name, n_out);
     }
     const int status = rd_all_finite(in, offset) ? 0 : 1;
+    rd_single_state = 1;
     one(in, out);
+    rd_single_state = 0;
     memcpy(view.buf, out, (size_t)n_out * sizeof(double));
     PyBuffer_Release(&view);
     return PyLong_FromLong(status ? status : rd_all_finite(out, n_out) ? 0 : 2);

@@ -3,7 +3,7 @@
 Backends of the engine's public functions (``backend=`` argument):
 
 * ``"python"`` (also ``"numeric"``): the traced straight-line programs run as Python — floats for one
-  state, NumPy rows for a batch (:mod:`._kernels`). Nothing to build; the default.
+  state, NumPy rows for a batch (:mod:`._kernels`). Nothing to build; the default without a C compiler.
 * ``"native"``: the same traced programs emitted as C (:mod:`._c_codegen`), compiled with the system
   compiler into a CPython extension module per model, cached on disk (:mod:`robot_dynamics._native`):
   one state is one ``METH_FASTCALL`` call taking the arrays through the buffer protocol, a batch is
@@ -12,14 +12,15 @@ Backends of the engine's public functions (``backend=`` argument):
   C call.
 * ``"generated"`` (``inverse_dynamics`` only): the symbolic package's SymPy-generated inverse dynamics.
 * ``None``: the model's prepared backend (:func:`prepare`), else the process default
-  (:func:`set_default_backend`, initially ``$ROBOT_DYNAMICS_BACKEND`` or ``"python"``).
+  (:func:`set_default_backend`, initially ``$ROBOT_DYNAMICS_BACKEND`` if set, else ``"auto"``).
 
-The default stays ``"python"`` so that a library call never compiles behind the caller's back (the
-first native use of a model costs ~0.3-2 s of tracing and compiling, once per model and machine;
-later processes load the cached library in milliseconds). Long-running users — ROS nodes,
-benchmarks, batch jobs — opt in with ``prepare(model)`` (per model, compiles now) or
-``set_default_backend("native")`` (process-wide). Without a C compiler (and no cached library), the
-native backend warns once and the Python backend is used.
+``"auto"`` (:func:`robot_dynamics._native.resolve_backend`) is the native backend when a C compiler
+is available — fast by default: a model's library is traced and compiled on its first use (~0.3-3 s,
+once per model and machine; cached per model fingerprint in the user cache directory, so later
+processes load it in milliseconds), with one log line per process — else the Python backend with one
+warning per process. ``RD_BACKEND=python`` (or ``set_default_backend("python")``) forces Python, e.g.
+for short scripts over many different models; ``prepare(model)`` compiles a model ahead of its first
+call. A model whose library fails to build warns once and runs on Python.
 """
 
 from __future__ import annotations
@@ -99,12 +100,15 @@ def default_backend() -> str:
             if name == "generated":
                 raise StateError(f"${BACKEND_ENV}: expected 'python' or 'native', got {env!r}")
             _default[0] = name
+        else:  # "auto" unless $RD_BACKEND says otherwise: native when a C compiler exists
+            _default[0] = _native.resolve_backend()
     return _default[0]
 
 
 def set_default_backend(backend: str) -> str:
-    """Set the process-wide default backend (``"python"`` or ``"native"``); returns the previous one."""
-    name = _check_name(backend)
+    """Set the process-wide default backend (``"python"``, ``"native"`` or ``"auto"``); returns the
+    previous one."""
+    name = _check_name(_native.resolve_backend("auto") if backend == "auto" else backend)
     if name == "generated":
         raise StateError("backend: the process default can be 'python' or 'native' ('generated' is per call)")
     previous = default_backend()
