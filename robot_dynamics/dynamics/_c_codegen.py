@@ -144,6 +144,8 @@ _VECTOR_HELPERS = (
     + """
 static inline rd_v rd_vhypot(rd_v x, rd_v y)
 {
+    /* one state: the C library's hypot, as math.hypot in the Python single-state path */
+    if (rd_single_state) return RD_SPLAT(hypot(x[0], y[0]));
     /* the bearing loads are far from overflow: the plain formula (~1 ulp) is 6x faster than hypot */
     return rd_vsqrt(x * x + y * y);
 }
@@ -205,6 +207,7 @@ static inline rd_v rd_vexp_negative(rd_v y)
    the usual case while moving) the result is sign(x) without the exponential: the same value. */
 static inline rd_v rd_vtanh(rd_v x)
 {
+    if (rd_single_state) return RD_SPLAT(tanh(x[0])); /* one state: as math.tanh */
     const rd_m sign = (rd_m)RD_SPLAT(-0.0);
     const rd_v a = (rd_v)((rd_m)x & ~sign);
     const rd_m large = a >= RD_SPLAT(19.5);
