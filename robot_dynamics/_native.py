@@ -32,6 +32,7 @@ import ctypes
 import functools
 import hashlib
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import logging
 import os
@@ -85,14 +86,19 @@ def extension_suffix() -> str:
 
 
 def compile_extension(
-    source: Path, directory: Path, module: str, *, flags: Sequence[str] = DEFAULT_FLAGS, hint: str = ""
+    source: Path,
+    directory: Path,
+    module: str,
+    *,
+    flags: Sequence[str] = DEFAULT_FLAGS,
+    include_dirs: Sequence[str] = (),
+    hint: str = "",
 ) -> Path:
     """Compile ``source`` (C defining ``PyInit_<module>``) into the extension module file
-    ``directory/<module><suffix>``, with this interpreter's ``Python.h`` on the include path."""
-    include = sysconfig.get_paths()["include"]
-    return compile_shared(
-        source, directory / f"{module}{extension_suffix()}", flags=(*flags, f"-I{include}"), hint=hint
-    )
+    ``directory/<module><suffix>``, with this interpreter's ``Python.h`` and ``include_dirs`` on the
+    include path."""
+    includes = [f"-I{d}" for d in (sysconfig.get_paths()["include"], *include_dirs)]
+    return compile_shared(source, directory / f"{module}{extension_suffix()}", flags=(*flags, *includes), hint=hint)
 
 
 def load_extension(module: str, path: Path) -> ModuleType:
@@ -125,11 +131,20 @@ def files_hash(directory: Path, names: tuple[str, ...]) -> str:
     return h.hexdigest()
 
 
+@functools.cache
+def _numpy_version() -> str:
+    try:
+        return importlib.metadata.version("numpy")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - numpy is a dependency
+        return "none"
+
+
 def toolchain() -> str:
-    """What else the compiled code depends on: compiler command, machine, Python's pointer size."""
+    """What else the compiled code depends on: compiler command, machine, Python's pointer size, the
+    interpreter's extension ABI and the NumPy version (whose C API the extension modules use)."""
     return (
         f"{os.environ.get('CC', 'cc')}|{platform.machine()}|{platform.system()}|{ctypes.sizeof(ctypes.c_void_p)}"
-        f"|{extension_suffix()}"
+        f"|{extension_suffix()}|numpy {_numpy_version()}"
     )
 
 

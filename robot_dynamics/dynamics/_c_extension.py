@@ -12,7 +12,9 @@ library), with per entry point ``eK`` two functions::
 
 so one call from Python costs the argument checks and the arithmetic, nothing in between (the
 Python-level call layer that ``ctypes`` needed — a per-thread buffer, copies, a foreign-function
-call — is gone). The module imports ``numpy.empty`` once to allocate the arrays it returns.
+call — is gone). NumPy arrays, the common case, are read and the result allocated through NumPy's C
+API (``PyArray_SimpleNew``; about 0.15 µs less per call than the buffer protocol and ``numpy.empty``),
+any other buffer through the buffer protocol, lists and tuples of floats item by item.
 """
 
 from __future__ import annotations
@@ -49,7 +51,6 @@ _MODULE_HELPERS = r"""
 typedef void (*rd_one_fn)(const double *in, double *out);
 typedef void (*rd_loop_fn)(long count, const double *const *in, double *out);
 
-static PyObject *rd_empty; /* numpy.empty */
 
 static int rd_is_double(const Py_buffer *view)
 {
@@ -65,6 +66,14 @@ static int rd_is_double(const Py_buffer *view)
 /* size doubles from obj into dst; 0 on success, 1 if obj is not such a vector (no exception set) */
 static int rd_read(PyObject *obj, double *dst, Py_ssize_t size)
 {
+    if (PyArray_CheckExact(obj)) {
+        PyArrayObject *a = (PyArrayObject *)obj;
+        if (PyArray_NDIM(a) != 1 || PyArray_DIM(a, 0) != size || PyArray_TYPE(a) != NPY_DOUBLE ||
+            !PyArray_ISCARRAY_RO(a) || !PyArray_ISNOTSWAPPED(a))
+            return 1;
+        memcpy(dst, PyArray_DATA(a), (size_t)size * sizeof(double));
+        return 0;
+    }
     if (PyList_CheckExact(obj) || PyTuple_CheckExact(obj)) {
         if (PySequence_Fast_GET_SIZE(obj) != size) return 1;
         PyObject **items = PySequence_Fast_ITEMS(obj);
@@ -98,7 +107,7 @@ static int rd_all_finite(const double *x, Py_ssize_t size)
 }
 
 static PyObject *rd_single(const char *name, PyObject *const *args, Py_ssize_t nargs, int k, const Py_ssize_t *sizes,
-                           Py_ssize_t n_out, PyObject *shape, rd_one_fn one)
+                           Py_ssize_t n_out, int nd, npy_intp *dims, rd_one_fn one)
 {
     double in[RD_MAX_IN], out[RD_MAX_OUT];
     Py_ssize_t offset = 0;
@@ -110,15 +119,9 @@ static PyObject *rd_single(const char *name, PyObject *const *args, Py_ssize_t n
         one(in, out);
         rd_single_state = 0;
         if (!rd_all_finite(out, n_out)) Py_RETURN_NONE;
-        PyObject *array = PyObject_Vectorcall(rd_empty, &shape, 1, NULL);
+        PyObject *array = PyArray_SimpleNew(nd, dims, NPY_DOUBLE);
         if (array == NULL) return NULL;
-        Py_buffer view;
-        if (PyObject_GetBuffer(array, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-            Py_DECREF(array);
-            return NULL;
-        }
-        memcpy(view.buf, out, (size_t)n_out * sizeof(double));
-        PyBuffer_Release(&view);
+        memcpy(PyArray_DATA((PyArrayObject *)array), out, (size_t)n_out * sizeof(double));
         return array;
     }
     if (nargs != k + 1)
@@ -235,11 +238,11 @@ def entry_source(entry: Entry) -> str:
     size_list = ", ".join(str(s) for s in sizes)
     wrappers = [
         f"static const Py_ssize_t rd_{symbol}_sizes[] = {{{size_list}}};",
-        f"static PyObject *rd_{symbol}_shape;",
+        f"static npy_intp rd_{symbol}_dims[] = {{{', '.join(str(d) for d in (entry.shape or (n_out,)))}}};",
         f"static PyObject *rd_py_{symbol}(PyObject *self, PyObject *const *args, Py_ssize_t nargs)",
         "{",
-        f'    return rd_single("{symbol}", args, nargs, {k}, rd_{symbol}_sizes, {n_out}, rd_{symbol}_shape,',
-        f"                     rd_{symbol}_one);",
+        f'    return rd_single("{symbol}", args, nargs, {k}, rd_{symbol}_sizes, {n_out}, {len(entry.shape or (1,))},',
+        f"                     rd_{symbol}_dims, rd_{symbol}_one);",
         "}",
         f"static PyObject *rd_py_{symbol}_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)",
         "{",
@@ -250,17 +253,13 @@ def entry_source(entry: Entry) -> str:
 
 
 def _module_source(module: str, entries: Sequence[Entry]) -> str:
-    """The method table and ``PyInit_<module>`` (imports ``numpy.empty``, builds the result shapes)."""
+    """The method table and ``PyInit_<module>`` (imports NumPy's C API)."""
     methods = []
-    shapes = []
     for e in entries:
         methods.append(f'    {{"{e.symbol}", (PyCFunction)(void (*)(void))rd_py_{e.symbol}, METH_FASTCALL, NULL}},')
         methods.append(
             f'    {{"{e.symbol}_batch", (PyCFunction)(void (*)(void))rd_py_{e.symbol}_batch, METH_FASTCALL, NULL}},'
         )
-        shape = e.shape or (e.outputs,)
-        build = f'Py_BuildValue("({"n" * len(shape)})", {", ".join(f"(Py_ssize_t){d}" for d in shape)})'
-        shapes.append(f"    if ((rd_{e.symbol}_shape = {build}) == NULL) return NULL;")
     return "\n".join(
         [
             "static PyMethodDef rd_methods[] = {",
@@ -272,12 +271,7 @@ def _module_source(module: str, entries: Sequence[Entry]) -> str:
             "",
             f"PyMODINIT_FUNC PyInit_{module}(void)",
             "{",
-            '    PyObject *numpy = PyImport_ImportModule("numpy");',
-            "    if (numpy == NULL) return NULL;",
-            '    rd_empty = PyObject_GetAttrString(numpy, "empty");',
-            "    Py_DECREF(numpy);",
-            "    if (rd_empty == NULL) return NULL;",
-            *shapes,
+            "    import_array();",
             "    return PyModule_Create(&rd_module);",
             "}",
         ]
@@ -285,16 +279,27 @@ def _module_source(module: str, entries: Sequence[Entry]) -> str:
 
 
 def library_source(header: str, lanes: int, functions: Sequence[str], entries: Sequence[Entry], module: str) -> str:
-    """The translation unit of the extension module ``module``: a comment, ``Python.h``, the prelude,
-    the static functions, the entry points and the module definition."""
+    """The translation unit of the extension module ``module``: a comment, ``Python.h`` and NumPy's
+    ``arrayobject.h`` (compile with :func:`include_dirs`), the prelude, the static functions, the entry
+    points and the module definition."""
     comment = "/*\n" + "\n".join(f" * {line}".rstrip() for line in header.splitlines()) + "\n */\n"
     limits = (
         f"#define RD_MAX_IN {max(sum(e.inputs) for e in entries)}\n"
         f"#define RD_MAX_OUT {max(e.outputs for e in entries)}\n"
         f"#define RD_MAX_ARGS {max(len(e.inputs) for e in entries)}\n"
     )
-    python = "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n#include <string.h>\n\n"
+    python = (
+        "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n#include <string.h>\n"
+        "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION\n#include <numpy/arrayobject.h>\n\n"
+    )
     parts = [comment + python + prelude(lanes), limits + _MODULE_HELPERS, *functions]
     parts += [entry_source(e) for e in entries]
     parts.append(_module_source(module, entries))
     return "\n\n".join(parts) + "\n"
+
+
+def include_dirs() -> tuple[str, ...]:
+    """Header directories the translation unit needs besides ``Python.h``'s: NumPy's."""
+    import numpy as np
+
+    return (np.get_include(),)

@@ -317,7 +317,9 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
     source = target / "engine.c"
     source.write_text(_c_extension.library_source(header, lanes, [f for f in functions if f], entries, module))
     generated = time.perf_counter()
-    library = _native.compile_extension(source, target, module, flags=(*FLAGS, *extra_flags))
+    library = _native.compile_extension(
+        source, target, module, flags=(*FLAGS, *extra_flags), include_dirs=_c_extension.include_dirs()
+    )
     meta = {
         "module": module,
         "library": library.name,
