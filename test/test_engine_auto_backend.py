@@ -241,3 +241,23 @@ def test_the_extension_checks_its_arguments() -> None:
         batch._function(np.zeros((3, 6)), np.zeros((2, 6)), np.zeros((3, 6)), np.empty((3, 6)))
     with pytest.raises(TypeError, match="expected 4 arguments, got 3"):
         batch._function(np.zeros((3, 6)), np.zeros((3, 6)), np.empty((3, 6)))
+
+
+def test_a_damaged_cache_entry_falls_back_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not _native.have_compiler():
+        pytest.skip("no C compiler on this machine")
+    monkeypatch.setenv(_native.CACHE_ENV, str(tmp_path))
+    library = native.load(rd.load_robot("one_axis"))
+    assert library is not None
+    meta = json.loads((library.directory / _native.MARKER).read_text())
+    meta["module"] = "rd_engine_not_this_one"  # the file defines no PyInit_ of that name
+    (library.directory / _native.MARKER).write_text(json.dumps(meta))
+    monkeypatch.setattr(native, "_loaded", {})  # as in a new process
+    model = rd.load_robot("one_axis")
+    with pytest.warns(RuntimeWarning, match="loading the native library of 'one_axis' from .* failed"):
+        assert native.load(model) is None
+    q, qd, qdd = random_states(4244, 1, 4)
+    np.testing.assert_array_equal(
+        rd.inverse_dynamics(model, q, qd, qdd, backend="native"),
+        rd.inverse_dynamics(model, q, qd, qdd, backend="python"),
+    )

@@ -379,7 +379,17 @@ def load(model: RobotModel, K: ModelKernels | None = None, *, cache: Path | str 
                 )
                 K.native_library = False
                 return None
-            found = NativeModel(directory, model.dof)
+            try:
+                found = NativeModel(directory, model.dof)
+            except (ImportError, OSError, KeyError, ValueError) as exc:  # a damaged cache entry
+                warnings.warn(
+                    f"robot_dynamics: loading the native library of {model.name!r} from {directory} failed; "
+                    f"using the Python backend for it (clear_cache() removes the entry). {exc}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                K.native_library = False
+                return None
             _loaded[str(directory)] = found
     if cache is None:
         K.native_library = found
