@@ -6,8 +6,9 @@ Backends of the engine's public functions (``backend=`` argument):
   state, NumPy rows for a batch (:mod:`._kernels`). Nothing to build; the default without a C compiler.
 * ``"native"``: the same traced programs emitted as C (:mod:`._c_codegen`), compiled with the system
   compiler into a CPython extension module per model, cached on disk (:mod:`robot_dynamics._native`):
-  one state is one ``METH_FASTCALL`` call taking the arrays through the buffer protocol, a batch is
-  one call that loops in C (without the GIL for large batches), see :mod:`._c_extension`. Friction
+  one state is one ``METH_FASTCALL`` call reading the NumPy arrays directly (other buffers through
+  the buffer protocol), a batch is one call that loops in C (without the GIL for large batches), see
+  :mod:`._c_extension`. Friction
   is translated from the friction package's generated single-state program and fused into the same
   C call.
 * ``"generated"`` (``inverse_dynamics`` only): the symbolic package's SymPy-generated inverse dynamics.
