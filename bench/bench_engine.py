@@ -1,20 +1,22 @@
-"""Engine speed vs Pinocchio, python and native backends side by side.
+"""Engine speed vs Pinocchio: the python and native backends and the default path side by side.
 
-  .venv/bin/python bench/bench_engine.py [--states 100000] [--generated]
+  .venv/bin/python bench/bench_engine.py [--states 100000] [--generated] [--robots puma560,ur5,panda]
 
 Single calls (the public functions, input validation included): ``inverse_dynamics`` (rigid body +
 motor inertia), ``inertia_matrix`` and ``forward_dynamics`` on the Python backend (traced programs as
-Python floats) and the native backend (the same programs compiled to C), vs Pinocchio's Python binding
-(``rnea``, ``crba``, ``aba``), for PUMA 560 (6 DoF, DH) and Panda (7 DoF, URDF). Batch: N states in one
-call of ours vs Pinocchio called in a Python loop (throughput ratio = how many times faster we are).
-Times are the minimum over repeats (the machine is shared). ``--generated`` adds the symbolic
-package's generated C (``inverse_dynamics(..., backend="generated")``).
+Python floats), the native backend (the same programs compiled to C, called through the model's
+CPython extension module) and the **default path** (``backend=None`` on a model that was never
+``prepare`` d: the ``auto`` backend, i.e. native when a C compiler exists), vs Pinocchio's Python
+binding (``rnea``, ``crba``, ``aba``), for PUMA 560 (6 DoF, DH), UR5 (6 DoF, URDF) and Panda (7 DoF,
+URDF). Batch: N states in one call of ours vs Pinocchio called in a Python loop (throughput ratio =
+how many times faster we are). Times are the minimum over repeats (the machine is shared).
+``--generated`` adds the symbolic package's generated C (``inverse_dynamics(..., backend="generated")``).
 
-The native libraries are built (or loaded from the cache, see docs/engine.md) before timing; the
-first-use cost is printed.
+The default path's first call builds the model's library (or loads it from the cache, see
+docs/engine.md); that first-use cost is printed, then the timed calls follow.
 
-Targets: single-call inverse dynamics <= 3x Pinocchio (aim 1x), D <= 3x ``crba``, batch
-throughput >= 10x Pinocchio in a loop.
+Targets (default path): inverse dynamics and D per call <= 1.0x Pinocchio, forward dynamics
+<= 0.7x ``aba``, a 100k batch >= 20x Pinocchio called in a loop.
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ def best(function: Callable[[], object], number: int, repeat: int = 7) -> float:
     return min(timeit.repeat(function, number=number, repeat=repeat)) / number
 
 
+URDFS = {
+    "panda": ("panda_description/urdf/panda.urdf", "panda_hand"),
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", "tool0"),
+}
+
+
 def load(name: str):  # type: ignore[no-untyped-def]
     import pinocchio as pin
 
@@ -70,14 +78,16 @@ def load(name: str):  # type: ignore[no-untyped-def]
         pm.armature = np.array(model.arrays.reflected_motor_inertia)
         pm.gravity.linear = model.gravity_base.copy()
         return model, pm
-    path = ROBOTS / "panda_description/urdf/panda.urdf"
+    relative, tip = URDFS[name]
+    path = ROBOTS / relative
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = rd.load_robot(str(path), tip_link="panda_hand")
+        warnings.simplefilter("ignore")  # panda: the fingers are held at zero
+        model = rd.load_robot(str(path), tip_link=tip)
     pm = pin.buildModelFromUrdf(str(path))
-    pm = pin.buildReducedModel(
-        pm, [pm.getJointId("panda_finger_joint1"), pm.getJointId("panda_finger_joint2")], pin.neutral(pm)
-    )
+    if name == "panda":
+        pm = pin.buildReducedModel(
+            pm, [pm.getJointId("panda_finger_joint1"), pm.getJointId("panda_finger_joint2")], pin.neutral(pm)
+        )
     return model, pm
 
 
@@ -87,6 +97,7 @@ class Row:
     what: str
     python: float | None
     native: float | None
+    default: float | None
     pinocchio: float
     batch: bool
 
@@ -98,25 +109,26 @@ def measure(name: str, states: int, generated: bool) -> tuple[list[Row], str]:
     model, pm = load(name)
     data = pm.createData()
     n = model.dof
+    rng = np.random.default_rng(0)
+    q, qd, qdd = rng.uniform(-2, 2, (3, n))
     start = time.perf_counter()
+    tau = rd.inverse_dynamics(model, q, qd, qdd, friction=False)  # the default path's first use
+    first = time.perf_counter() - start
     library = native.load(model)
     if library is None:
         raise SystemExit("the native backend is unavailable (no C compiler?)")
-    loaded = time.perf_counter() - start
     meta = library.meta
     note = (
-        f"{name}: native library ready in {loaded:.2f} s (built {meta['created']}: tracing "
-        f"{meta['trace_seconds']:.2f} s + compiling {meta['compile_seconds']:.2f} s; a cached library loads in ms)"
+        f"{name}: default backend {rd.default_backend()!r}, first call {first:.2f} s (library built "
+        f"{meta['created']}: tracing {meta['trace_seconds']:.2f} s + compiling {meta['compile_seconds']:.2f} s; "
+        "a cached library loads in ms)"
     )
-    rng = np.random.default_rng(0)
-    q, qd, qdd = rng.uniform(-2, 2, (3, n))
-    tau = rd.inverse_dynamics(model, q, qd, qdd, friction=False)
     number = 2000
     rows: list[Row] = []
 
-    def single(what: str, ours: Callable[[str], object], theirs: Callable[[], object], backends=("python", "native")):  # type: ignore[no-untyped-def]
-        times = {b: best(lambda b=b: ours(b), number, 15) for b in backends}
-        rows.append(Row(name, what, times.get("python"), times.get("native"), best(theirs, number, 15), False))
+    def single(what: str, ours: Callable[[str | None], object], theirs: Callable[[], object]) -> None:
+        times = {b: best(lambda b=b: ours(b), number, 15) for b in ("python", "native", None)}
+        rows.append(Row(name, what, times["python"], times["native"], times[None], best(theirs, number, 15), False))
 
     single(
         "inverse dynamics",
@@ -132,6 +144,7 @@ def measure(name: str, states: int, generated: bool) -> tuple[list[Row], str]:
                 "  ID, backend=generated (native col.)",
                 None,
                 times,
+                None,
                 best(lambda: pin.rnea(pm, data, q, qd, qdd), number),
                 False,
             )
@@ -153,7 +166,7 @@ def measure(name: str, states: int, generated: bool) -> tuple[list[Row], str]:
 
         return run
 
-    batches: list[tuple[str, Callable[[str], object], Callable[[], None]]] = [
+    batches: list[tuple[str, Callable[[str | None], object], Callable[[], None]]] = [
         (
             "inverse dynamics",
             lambda b: rd.inverse_dynamics(model, Q, QD, QDD, friction=False, backend=b),
@@ -167,12 +180,15 @@ def measure(name: str, states: int, generated: bool) -> tuple[list[Row], str]:
         ),
     ]
     for what, ours, theirs in batches:
-        python = best(lambda ours=ours: ours("python"), 1, 5)
-        fast = best(lambda ours=ours: ours("native"), 1, 9)
-        rows.append(Row(name, f"{what}, {states} states", python, fast, best(theirs, 1, 3), True))
+        python = best(lambda ours=ours: ours("python"), 1, 3)
+        fast = best(lambda ours=ours: ours("native"), 1, 7)
+        default = best(lambda ours=ours: ours(None), 1, 7)
+        rows.append(Row(name, f"{what}, {states} states", python, fast, default, best(theirs, 1, 3), True))
     if generated:
         gen = best(lambda: rd.inverse_dynamics(model, Q, QD, QDD, friction=False, backend="generated"), 1, 5)
-        rows.append(Row(name, f"  ID, {states} states, generated (native col.)", None, gen, rows[-3].pinocchio, True))
+        rows.append(
+            Row(name, f"  ID, {states} states, generated (native col.)", None, gen, None, rows[-3].pinocchio, True)
+        )
     return rows, note
 
 
@@ -186,26 +202,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--states", type=int, default=100_000, help="batch size (default 100000)")
     parser.add_argument("--generated", action="store_true", help="also time the generated C backend")
+    parser.add_argument("--robots", default="puma560,ur5,panda", help="comma-separated: puma560, ur5, panda")
     args = parser.parse_args()
     rows: list[Row] = []
     notes = []
-    for name in ("puma560", "panda"):
+    for name in args.robots.split(","):
         robot_rows, note = measure(name, args.states, args.generated)
         rows += robot_rows
         notes.append(note)
 
-    print("| robot | computation | python | native | Pinocchio | python / Pinocchio | native / Pinocchio |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print(
+        "| robot | computation | python | native | default | Pinocchio "
+        "| python / Pinocchio | native / Pinocchio | default / Pinocchio |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
+        times = (r.python, r.native, r.default)
         if r.batch:  # throughput: how many times faster than Pinocchio called in a loop
-            ratios = [f"{r.pinocchio / t:.1f}× faster" if t else "" for t in (r.python, r.native)]
+            ratios = [f"{r.pinocchio / t:.1f}× faster" if t else "" for t in times]
             theirs = f"{fmt(r.pinocchio)} (loop)"
         else:
-            ratios = [f"{t / r.pinocchio:.2f}×" if t else "" for t in (r.python, r.native)]
+            ratios = [f"{t / r.pinocchio:.2f}×" if t else "" for t in times]
             theirs = fmt(r.pinocchio)
-        print(f"| {r.robot} | {r.what} | {fmt(r.python)} | {fmt(r.native)} | {theirs} | {ratios[0]} | {ratios[1]} |")
+        print(f"| {r.robot} | {r.what} | {' | '.join(fmt(t) for t in times)} | {theirs} | {' | '.join(ratios)} |")
     print()
-    print("single rows: time per call of the public function (ratio > 1: slower than Pinocchio);")
+    print("single rows: time per call of the public function (ratio > 1: slower than Pinocchio); default:")
+    print("backend=None on a model never prepared (backend 'auto');")
     print("batch rows: one call of ours for all states vs Pinocchio called once per state in a Python loop.")
     for note in notes:
         print(note)

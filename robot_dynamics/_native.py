@@ -1,4 +1,4 @@
-"""Shared machinery for generated native code: the C compiler, the on-disk cache, ctypes loading.
+"""Shared machinery for generated native code: the C compiler, the on-disk cache, loading, the default backend.
 
 Used by the engine's native backend (:mod:`robot_dynamics.dynamics.native`) and the symbolic
 package's generated-code backend (:mod:`robot_dynamics.symbolic.backend`).
@@ -11,6 +11,13 @@ package's generated-code backend (:mod:`robot_dynamics.symbolic.backend`).
   (atomic), so concurrent processes never see half-written code and never need a lock file.
 * **Compiler.** ``$CC`` or ``cc`` (:func:`compiler`), shared library built with
   :func:`compile_shared`. :func:`have_compiler` answers without raising.
+* **Extension modules.** :func:`compile_extension` builds generated C that includes ``Python.h``
+  into a CPython extension module (the engine's native backend: one ``METH_FASTCALL`` function per
+  kernel, so a call costs what the arithmetic costs); :func:`load_extension` loads it from its file
+  with :class:`importlib.machinery.ExtensionFileLoader` (not through ``sys.modules``).
+* **Default backend.** :func:`resolve_backend` turns ``"auto"`` (the default, or ``$RD_BACKEND``)
+  into ``"native"`` when a C compiler is available (one log line per process) or ``"python"`` (one
+  warning per process); ``RD_BACKEND=python`` forces Python.
 * **Loading.** :func:`bind` opens a shared library with ``ctypes`` and declares its functions with
   plain pointer (integer address) arguments: the cheapest call ctypes offers. ``hold_gil=True``
   keeps the GIL during the call (``ctypes.PyDLL``): right for sub-microsecond calls, where
@@ -24,16 +31,24 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import importlib.machinery
+import importlib.metadata
+import importlib.util
+import logging
 import os
 import platform
 import shutil
 import subprocess
+import sysconfig
 import tempfile
+import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Literal
 
-from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.errors import RobotDynamicsError, StateError
 
 CACHE_ENV = "ROBOT_DYNAMICS_CACHE"
 DEFAULT_FLAGS: tuple[str, ...] = ("-O2",)
@@ -65,6 +80,38 @@ def have_compiler() -> bool:
     return shutil.which(os.environ.get("CC", "cc")) is not None
 
 
+def extension_suffix() -> str:
+    """The file suffix of this interpreter's extension modules (e.g. ``.cpython-311-x86_64-linux-gnu.so``)."""
+    return str(sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+
+
+def compile_extension(
+    source: Path,
+    directory: Path,
+    module: str,
+    *,
+    flags: Sequence[str] = DEFAULT_FLAGS,
+    include_dirs: Sequence[str] = (),
+    hint: str = "",
+) -> Path:
+    """Compile ``source`` (C defining ``PyInit_<module>``) into the extension module file
+    ``directory/<module><suffix>``, with this interpreter's ``Python.h`` and ``include_dirs`` on the
+    include path."""
+    includes = [f"-I{d}" for d in (sysconfig.get_paths()["include"], *include_dirs)]
+    return compile_shared(source, directory / f"{module}{extension_suffix()}", flags=(*flags, *includes), hint=hint)
+
+
+def load_extension(module: str, path: Path) -> ModuleType:
+    """The extension module ``module`` from its file ``path`` (not registered in ``sys.modules``)."""
+    loader = importlib.machinery.ExtensionFileLoader(module, str(path))
+    spec = importlib.util.spec_from_file_location(module, str(path), loader=loader)
+    if spec is None:  # pragma: no cover - only for a path the loader does not accept
+        raise RobotDynamicsError(f"cannot load the extension module {path}")
+    loaded = importlib.util.module_from_spec(spec)
+    loader.exec_module(loaded)
+    return loaded
+
+
 def compile_shared(source: Path, library: Path, *, flags: Sequence[str] = DEFAULT_FLAGS, hint: str = "") -> Path:
     """Compile ``source`` (a .c file) into the shared library ``library``."""
     cmd = [compiler(hint), *flags, "-shared", "-fPIC", "-o", str(library), str(source), "-lm"]
@@ -84,9 +131,21 @@ def files_hash(directory: Path, names: tuple[str, ...]) -> str:
     return h.hexdigest()
 
 
+@functools.cache
+def _numpy_version() -> str:
+    try:
+        return importlib.metadata.version("numpy")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - numpy is a dependency
+        return "none"
+
+
 def toolchain() -> str:
-    """What else the compiled code depends on: compiler command, machine, Python's pointer size."""
-    return f"{os.environ.get('CC', 'cc')}|{platform.machine()}|{platform.system()}|{ctypes.sizeof(ctypes.c_void_p)}"
+    """What else the compiled code depends on: compiler command, machine, Python's pointer size, the
+    interpreter's extension ABI and the NumPy version (whose C API the extension modules use)."""
+    return (
+        f"{os.environ.get('CC', 'cc')}|{platform.machine()}|{platform.system()}|{ctypes.sizeof(ctypes.c_void_p)}"
+        f"|{extension_suffix()}|numpy {_numpy_version()}"
+    )
 
 
 def hash_key(parts: Iterable[str]) -> str:
@@ -135,6 +194,56 @@ def remove_entries(root: Path) -> int:
     return removed
 
 
+BACKEND_ENV = "RD_BACKEND"
+"""Environment variable choosing the default backend: ``auto`` (default), ``native`` or ``python``."""
+
+_log = logging.getLogger("robot_dynamics")
+_announced: set[str] = set()  # "native" once logged, "python" once warned
+_announce_lock = threading.Lock()
+
+
+def resolve_backend(name: str | None = None) -> Literal["native", "python"]:
+    """The backend ``name`` stands for (``None``: ``$RD_BACKEND``, else ``"auto"``).
+
+    ``"auto"`` is ``"native"`` when a C compiler is found (:func:`have_compiler`; the compiled
+    library of a model is then built on its first use and cached per model fingerprint under
+    :func:`cache_dir`), with one log line (``INFO``, logger ``robot_dynamics``) per process; else
+    ``"python"``, with one :class:`RuntimeWarning` per process. ``"python"`` (or ``"numeric"``) and
+    ``"native"`` are taken as they are.
+    """
+    given = name if name is not None else os.environ.get(BACKEND_ENV, "")
+    choice = given.strip().lower() or "auto"
+    if choice in ("python", "numeric"):
+        return "python"
+    if choice == "native":
+        return "native"
+    if choice != "auto":
+        where = "backend" if name is not None else f"${BACKEND_ENV}"
+        raise StateError(f"{where}: expected 'auto', 'native' or 'python', got {given!r}")
+    found = have_compiler()
+    with _announce_lock:
+        first = ("native" if found else "python") not in _announced
+        _announced.add("native" if found else "python")
+    if found:
+        if first:
+            _log.info(
+                "robot_dynamics: backend 'auto' uses compiled C (compiler %r); each model is compiled on "
+                "first use and cached in %s (RD_BACKEND=python turns this off)",
+                os.environ.get("CC", "cc"),
+                cache_dir(),
+            )
+        return "native"
+    if first:
+        warnings.warn(
+            f"robot_dynamics: no C compiler ({os.environ.get('CC', 'cc')!r} was not found), so the engine "
+            "runs its slower Python backend; install a C compiler or set CC to one (RD_BACKEND=python "
+            "chooses Python explicitly)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return "python"
+
+
 Signature = tuple[Any, Sequence[Any]]
 """``(restype, argtypes)`` of a C function for :func:`bind`."""
 
@@ -158,18 +267,23 @@ def bind(library: Path, functions: Mapping[str, Signature], *, hold_gil: bool = 
 
 
 __all__ = [
+    "BACKEND_ENV",
     "CACHE_ENV",
     "DEFAULT_FLAGS",
     "MARKER",
     "POINTER",
     "bind",
     "cache_dir",
+    "compile_extension",
     "compile_shared",
     "compiler",
+    "extension_suffix",
     "files_hash",
     "hash_key",
     "have_compiler",
+    "load_extension",
     "publish",
     "remove_entries",
+    "resolve_backend",
     "toolchain",
 ]

@@ -3,14 +3,13 @@
 Pinocchio, caches its libraries on disk, falls back to Python without a compiler, and the friction
 fast paths equal the breakdown path.
 
-Each robot's library is compiled once for the module, into a temporary cache directory.
+Each robot's library is compiled once for the test session, into its temporary cache directory.
 """
 
 from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,12 +47,10 @@ def _load(name: str) -> RobotModel:
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("rd_native_cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(_native.CACHE_ENV, str(root))
-        yield root
-    native.clear_cache(root)
+def cache() -> Path:
+    """The test session's cache directory (see conftest.py): a library compiled by one test file
+    (the default backend compiles each model on first use) is reused by the others."""
+    return _native.cache_dir()
 
 
 @pytest.fixture(scope="module", params=ROBOTS)
@@ -308,12 +305,16 @@ def test_threads_use_their_own_buffers(cache: Path) -> None:
 
 
 def test_backend_selection(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "_default_checked", [False])
+    monkeypatch.setattr(native, "_default", ["python"])
+    monkeypatch.delenv(native.BACKEND_ENV, raising=False)
+    monkeypatch.setenv(_native.BACKEND_ENV, "python")  # the default is "auto" (test_engine_auto_backend.py)
     model = rd.load_robot("puma560")
     K = kernels(model)
     q, qd, qdd = random_states(95, 6, 1)
     assert rd.default_backend() == "python"
     rd.inverse_dynamics(model, q[0], qd[0], qdd[0])
-    assert K.native_library is None  # nothing compiled or loaded behind the caller's back
+    assert K.native_library is None  # RD_BACKEND=python: nothing compiled or loaded
     assert rd.prepare(model) == "native" and K.native is not None
     _close("prepared", rd.inverse_dynamics(model, q, qd, qdd), rd.inverse_dynamics(model, q, qd, qdd, backend="python"))
     assert rd.prepare(model, "python") == "python" and K.native is None

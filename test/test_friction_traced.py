@@ -13,7 +13,7 @@ from test_friction_fast import everything
 
 import robot_dynamics as rd
 from robot_dynamics import _native
-from robot_dynamics.dynamics import _c_codegen, _kernels, native
+from robot_dynamics.dynamics import _c_codegen, _c_extension, _kernels, native
 from robot_dynamics.dynamics._friction_trace import FUNCTIONS, friction_kernel, trace_friction
 from robot_dynamics.dynamics._trace import Tape
 from robot_dynamics.friction import scalar_friction
@@ -132,18 +132,19 @@ def test_tracer_compares_selects_and_calls(tmp_path: Path) -> None:
 
 
 def _run_c(tmp_path: Path, function: str, n_outputs: int, inputs: np.ndarray) -> np.ndarray:
-    """Compile one kernel function with a batch entry point and run it on ``inputs`` ``(count, k)``."""
+    """Compile one kernel function as an extension module with a batch entry point; run it on ``inputs``
+    ``(count, k)``."""
     lanes, flags = native.vector_lanes()
-    entry = _c_codegen.Entry("e0", "demo", (inputs.shape[1],), n_outputs)
+    entry = _c_extension.Entry("e0", "demo", (inputs.shape[1],), n_outputs)
     source = tmp_path / "demo.c"
-    source.write_text(_c_codegen.library_source("test program", lanes, [function], [entry]))
-    library = ctypes.CDLL(str(_native.compile_shared(source, tmp_path / "libdemo.so", flags=(*native.FLAGS, *flags))))
-    batch = library.rd_e0_batch
-    batch.argtypes = [ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-    batch.restype = None
+    source.write_text(_c_extension.library_source("test program", lanes, [function], [entry], "rd_demo"))
+    path = _native.compile_extension(
+        source, tmp_path, "rd_demo", flags=(*native.FLAGS, *flags), include_dirs=_c_extension.include_dirs()
+    )
+    module = _native.load_extension("rd_demo", path)
     rows = np.ascontiguousarray(inputs, dtype=float)
     out = np.empty((len(rows), n_outputs))
-    batch(len(rows), rows.ctypes.data, out.ctypes.data)
+    module.e0_batch(rows, out)
     return out
 
 

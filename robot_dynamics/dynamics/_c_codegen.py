@@ -16,7 +16,8 @@ splatted (``RD_SPLAT``); sin/cos of the joint angles and the friction's ``exp`` 
 
 sin and cos of the joint angles use :c:func:`rd_sincos`: the table + short polynomial method of
 :mod:`._sincos` (about 1e-16 absolute, 4x faster than the C library's ``sincos``; the C library
-beyond ``|q| > 1e5``), so the native batch reproduces the Python batch path's values.
+beyond ``|q| > 1e5``), so the native batch reproduces the Python batch path's values; a one-state
+call uses the C library's ``sin``/``cos`` like the Python single-state path (``math.sin``).
 
 Programs with friction (:mod:`._friction_trace`) also compare, select and call the friction's
 functions; a comparison becomes a lane mask ``rd_m`` (all bits set where true), a select
@@ -25,18 +26,14 @@ unpredictable), ``tanh``/``exp``/``abs``/``hypot`` their vector helpers, and a t
 ``rd_vinterp`` over ``static const`` tables. The friction is therefore written once (over the
 tracer's scalar, :mod:`robot_dynamics.friction.law`) and reaches C like any traced program.
 
-:func:`library_source` assembles a translation unit with, per entry point ``rd_eK``::
-
-    int  rd_eK(double *buf);           /* one state: inputs, then outputs, in one buffer;
-                                          returns 1 if an input is not finite, 2 if an output is not */
-    void rd_eK_batch(long count, const double *a0, ..., double *out);   /* row-major (count, k) */
+The entry points and the CPython extension module around these functions are emitted by
+:mod:`._c_extension`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ._sincos import _SIZE, _STEP, _STEP_HI, _STEP_LO, _TWO_PI_LO, LIMIT, _truncate
 from ._trace import Program
@@ -86,6 +83,10 @@ static inline void rd_sincos(double q, double *s, double *c)
     *c = ck - (ck * one_minus_cos_r + sk * sin_r);
 }}
 
+/* set around a one-state call: sin and cos from the C library, as the Python single-state path's
+   math.sin and math.cos, so that a single call gives the Python backend's values bit for bit */
+static _Thread_local int rd_single_state;
+
 static inline void rd_vsincos(rd_v q, rd_v *s, rd_v *c)
 {{
     rd_v sv, cv;
@@ -93,7 +94,11 @@ static inline void rd_vsincos(rd_v q, rd_v *s, rd_v *c)
     for (int l = 1; l < RD_LANES; ++l) same &= q[l] == q[0];
     if (same) {{
         double s0, c0;
-        rd_sincos(q[0], &s0, &c0);
+        if (rd_single_state) {{
+            s0 = sin(q[0]);
+            c0 = cos(q[0]);
+        }}
+        else rd_sincos(q[0], &s0, &c0);
         *s = RD_SPLAT(s0);
         *c = RD_SPLAT(c0);
         return;
@@ -132,6 +137,8 @@ _VECTOR_HELPERS = (
     + """
 static inline rd_v rd_vhypot(rd_v x, rd_v y)
 {
+    /* one state: the C library's hypot, as math.hypot in the Python single-state path */
+    if (rd_single_state) return RD_SPLAT(hypot(x[0], y[0]));
     /* the bearing loads are far from overflow: the plain formula (~1 ulp) is 6x faster than hypot */
     return rd_vsqrt(x * x + y * y);
 }
@@ -193,6 +200,7 @@ static inline rd_v rd_vexp_negative(rd_v y)
    the usual case while moving) the result is sign(x) without the exponential: the same value. */
 static inline rd_v rd_vtanh(rd_v x)
 {
+    if (rd_single_state) return RD_SPLAT(tanh(x[0])); /* one state: as math.tanh */
     const rd_m sign = (rd_m)RD_SPLAT(-0.0);
     const rd_v a = (rd_v)((rd_m)x & ~sign);
     const rd_m large = a >= RD_SPLAT(19.5);
@@ -405,67 +413,3 @@ def friction_inverse_function(name: str, n: int, rigid: str, friction: str, load
             "}",
         ]
     )
-
-
-# -- entry points ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Entry:
-    """An exported entry point ``rd_<symbol>`` (one state) and ``rd_<symbol>_batch``."""
-
-    symbol: str
-    function: str  # the static function it calls: function(in_0, ..., in_k, out)
-    inputs: tuple[int, ...]  # sizes of the argument groups
-    outputs: int
-
-
-def entry_source(entry: Entry) -> str:
-    sizes, n_out = entry.inputs, entry.outputs
-    n_in = sum(sizes)
-    offsets = [sum(sizes[:i]) for i in range(len(sizes))]
-    groups = range(len(sizes))
-    single_args = ", ".join([*(f"a{i}" for i in groups), "o"])
-    batch_args = ", ".join([*(f"v{i}" for i in groups), "o"])
-    params = ", ".join(f"const double *a{i}" for i in groups)
-    single = [
-        f"int rd_{entry.symbol}(double *buf)",
-        "{",
-        f"    for (int i = 0; i < {n_in}; ++i)",
-        "        if (!isfinite(buf[i])) return 1;",
-        f"    rd_v {', '.join(f'a{i}[{s}]' for i, s in zip(groups, sizes, strict=True))}, o[{n_out}];",
-    ]
-    for i, (size, offset) in enumerate(zip(sizes, offsets, strict=True)):
-        single.append(f"    for (int j = 0; j < {size}; ++j) a{i}[j] = RD_SPLAT(buf[{offset} + j]);")
-    single += [
-        f"    {entry.function}({single_args});",
-        f"    for (int j = 0; j < {n_out}; ++j) buf[{n_in} + j] = o[j][0];",
-        f"    for (int i = {n_in}; i < {n_in + n_out}; ++i)",
-        "        if (!isfinite(buf[i])) return 2;",
-        "    return 0;",
-        "}",
-    ]
-    batch = [
-        f"void rd_{entry.symbol}_batch(long count, {params}, double *out)",
-        "{",
-        "    for (long k = 0; k < count; k += RD_LANES) {",
-        "        const int lanes = count - k < RD_LANES ? (int)(count - k) : RD_LANES;",
-        f"        rd_v {', '.join(f'v{i}[{s}]' for i, s in zip(groups, sizes, strict=True))}, o[{n_out}];",
-        "        for (int l = 0; l < RD_LANES; ++l) {",
-        "            const long row = k + (l < lanes ? l : lanes - 1); /* a short block repeats its last state */",
-    ]
-    for i, size in enumerate(sizes):
-        batch.append(f"            for (int j = 0; j < {size}; ++j) v{i}[j][l] = a{i}[row * {size} + j];")
-    batch += [
-        "        }",
-        f"        {entry.function}({batch_args});",
-        "        for (int l = 0; l < lanes; ++l)",
-        f"            for (int j = 0; j < {n_out}; ++j) out[(k + l) * {n_out} + j] = o[j][l];",
-        "    }",
-        "}",
-    ]
-    return "\n".join([*single, "", *batch])
-
-
-def library_source(header: str, lanes: int, functions: Sequence[str], entries: Sequence[Entry]) -> str:
-    """The translation unit: a comment, the prelude, the static functions, the entry points."""
-    comment = "/*\n" + "\n".join(f" * {line}".rstrip() for line in header.splitlines()) + "\n */\n"
-    return "\n\n".join([comment + prelude(lanes), *functions, *(entry_source(e) for e in entries)]) + "\n"

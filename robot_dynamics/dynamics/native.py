@@ -3,27 +3,28 @@
 Backends of the engine's public functions (``backend=`` argument):
 
 * ``"python"`` (also ``"numeric"``): the traced straight-line programs run as Python — floats for one
-  state, NumPy rows for a batch (:mod:`._kernels`). Nothing to build; the default.
+  state, NumPy rows for a batch (:mod:`._kernels`). Nothing to build; the default without a C compiler.
 * ``"native"``: the same traced programs emitted as C (:mod:`._c_codegen`), compiled with the system
-  compiler into a shared library per model, cached on disk (:mod:`robot_dynamics._native`) and
-  called through ``ctypes``: one state in a preallocated per-thread buffer, a batch in one call that
-  loops in C (without the GIL). Friction is traced like the rest (:mod:`._friction_trace`) and
-  fused into the same C call.
+  compiler into a CPython extension module per model, cached on disk (:mod:`robot_dynamics._native`):
+  one state is one ``METH_FASTCALL`` call reading the NumPy arrays directly (other buffers through
+  the buffer protocol), a batch is one call that loops in C (without the GIL for large batches), see
+  :mod:`._c_extension`. Friction is traced like the rest (:mod:`._friction_trace`) and fused into
+  the same C call.
 * ``"generated"`` (``inverse_dynamics`` only): the symbolic package's SymPy-generated inverse dynamics.
 * ``None``: the model's prepared backend (:func:`prepare`), else the process default
-  (:func:`set_default_backend`, initially ``$ROBOT_DYNAMICS_BACKEND`` or ``"python"``).
+  (:func:`set_default_backend`, initially ``$ROBOT_DYNAMICS_BACKEND`` if set, else ``"auto"``).
 
-The default stays ``"python"`` so that a library call never compiles behind the caller's back (the
-first native use of a model costs ~0.3-2 s of tracing and compiling, once per model and machine;
-later processes load the cached library in milliseconds). Long-running users — ROS nodes,
-benchmarks, batch jobs — opt in with ``prepare(model)`` (per model, compiles now) or
-``set_default_backend("native")`` (process-wide). Without a C compiler (and no cached library), the
-native backend warns once and the Python backend is used.
+``"auto"`` (:func:`robot_dynamics._native.resolve_backend`) is the native backend when a C compiler
+is available — fast by default: a model's library is traced and compiled on its first use (~0.3-3 s,
+once per model and machine; cached per model fingerprint in the user cache directory, so later
+processes load it in milliseconds), with one log line per process — else the Python backend with one
+warning per process. ``RD_BACKEND=python`` (or ``set_default_backend("python")``) forces Python, e.g.
+for short scripts over many different models; ``prepare(model)`` compiles a model ahead of its first
+call. A model whose library fails to build warns once and runs on Python.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import json
 import os
@@ -41,19 +42,21 @@ import numpy as np
 from .. import _native
 from ..errors import RobotDynamicsError, StateError
 from ..model import FloatArray, RobotModel
-from . import _c_codegen
-from ._c_codegen import Entry
+from . import _c_codegen, _c_extension
+from ._c_extension import Entry
 
 if TYPE_CHECKING:
     from ._kernels import ModelKernels
 
 BACKEND_ENV = "ROBOT_DYNAMICS_BACKEND"
 BACKENDS = ("python", "native", "generated")
-FLAGS: tuple[str, ...] = ("-O2", "-fno-math-errno", "-ffp-contract=off")
-"""Compiler flags: no contraction into fused multiply-adds, so every lane rounds like the Python program."""
+FLAGS: tuple[str, ...] = ("-O1", "-fno-math-errno", "-ffp-contract=off")
+"""Compiler flags: no contraction into fused multiply-adds, so every lane rounds like the Python program.
+``-O1``: the traced programs are already straight-line code with the constants folded; ``-O2`` took
+~35% longer to compile (the cost of a model's first use under the default backend) and ran no faster
+(Panda: inverse dynamics, D and forward dynamics batches and single calls, timed side by side)."""
 FRICTION_VARIANTS = ("exact", "tanh", "linear")  # smooth=False, smooth=True with smooth_kind
 _SUBDIR = "engine"
-_LIBRARY = "libengine.so"
 _GENERATOR_FILES = {
     "dynamics": (
         "_trace.py",
@@ -66,6 +69,7 @@ _GENERATOR_FILES = {
         "forward.py",
         "_c_codegen.py",
         "_friction_trace.py",
+        "_c_extension.py",
         "native.py",
     ),
     "friction": ("law.py", "parameters.py"),
@@ -99,12 +103,15 @@ def default_backend() -> str:
             if name == "generated":
                 raise StateError(f"${BACKEND_ENV}: expected 'python' or 'native', got {env!r}")
             _default[0] = name
+        else:  # "auto" unless $RD_BACKEND says otherwise: native when a C compiler exists
+            _default[0] = _native.resolve_backend()
     return _default[0]
 
 
 def set_default_backend(backend: str) -> str:
-    """Set the process-wide default backend (``"python"`` or ``"native"``); returns the previous one."""
-    name = _check_name(backend)
+    """Set the process-wide default backend (``"python"``, ``"native"`` or ``"auto"``); returns the
+    previous one."""
+    name = _check_name(_native.resolve_backend("auto") if backend == "auto" else backend)
     if name == "generated":
         raise StateError("backend: the process default can be 'python' or 'native' ('generated' is per call)")
     previous = default_backend()
@@ -204,8 +211,9 @@ def _cache_key(model: RobotModel) -> str:
     return _native.hash_key(["engine-native", model.fingerprint(), *sources, flags, str(lanes), _native.toolchain()])
 
 
-def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
-    """Trace the kernels, emit C, compile into ``target`` and write ``meta.json`` (last).
+def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_engine") -> None:
+    """Trace the kernels, emit C, compile the extension module ``module`` into ``target`` and write
+    ``meta.json`` (last).
 
     Ten traced programs are compiled: Newton–Euler with/without tool load and reactions, D, c, h, the
     gravity-free reactions, and forward dynamics (with/without tool load) for the model's motor-inertia
@@ -227,7 +235,7 @@ def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
     def add(key: Key, function: str, inputs: tuple[int, ...], outputs: int) -> None:
         compiled[key] = (function, inputs, outputs)
         symbol = f"e{len(entries)}"
-        entries.append(Entry(symbol, function, inputs, outputs))
+        entries.append(Entry(symbol, function, inputs, outputs, (n, n) if key[0] == "inertia" else ()))
         meta_entries.append({"symbol": symbol, "key": list(key), "inputs": list(inputs), "outputs": outputs})
 
     traced = [rnea_key(load=load, reactions=reactions) for load in (False, True) for reactions in (False, True)]
@@ -296,10 +304,14 @@ def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
         "generated from the engine's traced programs (robot_dynamics.dynamics._c_codegen); do not edit"
     )
     source = target / "engine.c"
-    source.write_text(_c_codegen.library_source(header, lanes, [f for f in functions if f], entries))
+    source.write_text(_c_extension.library_source(header, lanes, [f for f in functions if f], entries, module))
     generated = time.perf_counter()
-    _native.compile_shared(source, target / _LIBRARY, flags=(*FLAGS, *extra_flags))
+    library = _native.compile_extension(
+        source, target, module, flags=(*FLAGS, *extra_flags), include_dirs=_c_extension.include_dirs()
+    )
     meta = {
+        "module": module,
+        "library": library.name,
         "robot": model.name,
         "dof": model.dof,
         "lanes": lanes,
@@ -346,7 +358,7 @@ def load(model: RobotModel, K: ModelKernels | None = None, *, cache: Path | str 
                 K.native_library = False
                 return None
             try:
-                directory = _native.publish(root, key, lambda tmp: _build(model, K, tmp))
+                directory = _native.publish(root, key, lambda tmp: _build(model, K, tmp, f"rd_engine_{key}"))
             except RobotDynamicsError as exc:  # e.g. a compiler without the vector extension
                 warnings.warn(
                     f"robot_dynamics: building the native library of {model.name!r} failed; using the Python "
@@ -356,7 +368,17 @@ def load(model: RobotModel, K: ModelKernels | None = None, *, cache: Path | str 
                 )
                 K.native_library = False
                 return None
-            found = NativeModel(directory, model.dof)
+            try:
+                found = NativeModel(directory, model.dof)
+            except (ImportError, OSError, KeyError, ValueError) as exc:  # a damaged cache entry
+                warnings.warn(
+                    f"robot_dynamics: loading the native library of {model.name!r} from {directory} failed; "
+                    f"using the Python backend for it (clear_cache() removes the entry). {exc}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                K.native_library = False
+                return None
             _loaded[str(directory)] = found
     if cache is None:
         K.native_library = found
@@ -370,137 +392,8 @@ def clear_cache(cache: Path | str | None = None) -> int:
 
 
 # -- calling ------------------------------------------------------------------------------------------
-_ndarray = np.ndarray
-
-
-class SingleCall:
-    """One entry point for one state: inputs copied into a per-thread buffer, one ctypes call.
-
-    ``fast(*arrays)`` takes NumPy arrays of exactly the input shapes and returns the output array,
-    or ``None`` (another type or shape, a non-finite input or output): the caller then takes its
-    general path, which validates and reports. ``values(lists)`` runs validated input lists.
-    """
-
-    __slots__ = ("_function", "_local", "fast", "n_in", "n_out", "out_shape", "sizes")
-
-    def __init__(
-        self, function: Callable[[int], int], sizes: Sequence[int], n_out: int, out_shape: tuple[int, ...] = ()
-    ) -> None:
-        self._function = function
-        self.sizes = tuple(sizes)
-        self.n_in = sum(self.sizes)
-        self.n_out = n_out
-        self.out_shape = out_shape or (n_out,)  # of the arrays fast() returns
-        self._local = threading.local()
-        self.fast = self._make_fast()
-
-    def _state(self) -> tuple[Any, ...]:
-        state = getattr(self._local, "state", None)
-        if state is None:
-            buffer = np.zeros(self.n_in + self.n_out)
-            views = []
-            offset = 0
-            for size in self.sizes:
-                views.append(buffer[offset : offset + size])
-                offset += size
-            state = (int(buffer.ctypes.data), *views, buffer[self.n_in :].reshape(self.out_shape), buffer)
-            self._local.state = state
-        return state
-
-    def _make_fast(self) -> Callable[..., FloatArray | None]:
-        function, local, allocate = self._function, self._local, self._state
-        shapes = [(size,) for size in self.sizes]
-        if len(shapes) == 1:
-            (s0,) = shapes
-
-            def fast1(a: Any) -> FloatArray | None:
-                if type(a) is not _ndarray or a.shape != s0:
-                    return None
-                try:
-                    address, va, out, _ = local.state
-                except AttributeError:
-                    address, va, out, _ = allocate()
-                try:
-                    va[...] = a
-                except (TypeError, ValueError):
-                    return None
-                if function(address):
-                    return None
-                return out.copy()
-
-            return fast1
-        if len(shapes) == 2:
-            s0, s1 = shapes
-
-            def fast2(a: Any, b: Any) -> FloatArray | None:
-                if type(a) is not _ndarray or type(b) is not _ndarray or a.shape != s0 or b.shape != s1:
-                    return None
-                try:
-                    address, va, vb, out, _ = local.state
-                except AttributeError:
-                    address, va, vb, out, _ = allocate()
-                try:
-                    va[...] = a
-                    vb[...] = b
-                except (TypeError, ValueError):
-                    return None
-                if function(address):
-                    return None
-                return out.copy()
-
-            return fast2
-        if len(shapes) == 3:
-            s0, s1, s2 = shapes
-
-            def fast3(a: Any, b: Any, c: Any) -> FloatArray | None:
-                if (
-                    type(a) is not _ndarray
-                    or type(b) is not _ndarray
-                    or type(c) is not _ndarray
-                    or a.shape != s0
-                    or b.shape != s1
-                    or c.shape != s2
-                ):
-                    return None
-                try:
-                    address, va, vb, vc, out, _ = local.state
-                except AttributeError:
-                    address, va, vb, vc, out, _ = allocate()
-                try:
-                    va[...] = a
-                    vb[...] = b
-                    vc[...] = c
-                except (TypeError, ValueError):
-                    return None
-                if function(address):
-                    return None
-                return out.copy()
-
-            return fast3
-
-        def fast_any(*arrays: Any) -> FloatArray | None:
-            if len(arrays) != len(shapes) or any(
-                type(a) is not _ndarray or a.shape != s for a, s in zip(arrays, shapes, strict=True)
-            ):
-                return None
-            return self.values([a.tolist() for a in arrays], strict=True)
-
-        return fast_any
-
-    def values(self, values: Sequence[Sequence[float]], *, strict: bool = False) -> FloatArray | None:
-        """Run validated input lists; the output (``None`` only with ``strict`` and a failed check)."""
-        state = self._state()
-        address, views, out = state[0], state[1:-2], state[-2]
-        for view, value in zip(views, values, strict=True):
-            view[...] = value
-        status = self._function(address)
-        if strict and status:
-            return None
-        return out.reshape(self.n_out).copy()
-
-
 class BatchCall:
-    """One entry point for ``(N, k)`` row-major batches: one ctypes call, the loop runs in C."""
+    """One entry point for ``(N, k)`` row-major batches: one call into the extension, the loop runs in C."""
 
     __slots__ = ("_function", "n_out", "sizes")
 
@@ -511,15 +404,19 @@ class BatchCall:
 
     def __call__(self, arrays: Sequence[Any]) -> FloatArray:
         blocks = [np.ascontiguousarray(a, dtype=np.float64) for a in arrays]
-        count = blocks[0].shape[0]
-        out = np.empty((count, self.n_out))
-        if count:
-            self._function(count, *(int(b.ctypes.data) for b in blocks), int(out.ctypes.data))
+        out = np.empty((blocks[0].shape[0], self.n_out))
+        self._function(*blocks, out)
         return out
 
 
+SingleCall = Callable[..., Any]
+"""A one-state function of the extension module (see :mod:`._c_codegen`): ``f(a0, ..., ak)`` returns
+the output array, or ``None`` for inputs it does not take or non-finite values (the caller then takes
+its general path, which validates and reports); ``f(a0, ..., ak, out)`` writes into ``out``."""
+
+
 class NativeModel:
-    """The loaded native library of one model: its entry points by kernel key."""
+    """The loaded native extension module of one model: its entry points by kernel key."""
 
     def __init__(self, directory: Path, n: int) -> None:
         self.directory = directory
@@ -527,37 +424,27 @@ class NativeModel:
         self.meta: dict[str, Any] = json.loads((directory / _native.MARKER).read_text())
         self.motors = bool(self.meta["motors"])
         entries = [(tuple(e["key"]), e["symbol"], tuple(e["inputs"]), int(e["outputs"])) for e in self.meta["entries"]]
-        library = directory / _LIBRARY
-        pointer = _native.POINTER
-        singles = _native.bind(
-            library, {f"rd_{symbol}": (ctypes.c_int, [pointer]) for _, symbol, _, _ in entries}, hold_gil=True
-        )
-        batches = _native.bind(
-            library,
-            {
-                f"rd_{symbol}_batch": (None, [ctypes.c_long, *([pointer] * (len(inputs) + 1))])
-                for _, symbol, inputs, _ in entries
-            },
-        )
+        module = _native.load_extension(self.meta["module"], directory / self.meta["library"])
         self.single: dict[Key, SingleCall] = {}
         self.batch: dict[Key, BatchCall] = {}
+        self.outputs: dict[Key, int] = {}
         for key, symbol, inputs, outputs in entries:
-            shape = (n, n) if key[0] == "inertia" else ()  # D comes back as a matrix
-            self.single[key] = SingleCall(singles[f"rd_{symbol}"], inputs, outputs, shape)
-            self.batch[key] = BatchCall(batches[f"rd_{symbol}_batch"], inputs, outputs)
+            self.single[key] = getattr(module, symbol)
+            self.batch[key] = BatchCall(getattr(module, f"{symbol}_batch"), inputs, outputs)
+            self.outputs[key] = outputs
         # the hot single-state entries: inverse dynamics by (motor, friction variant or None); D and
         # forward dynamics by motor switch; c; h
-        self.inertia = {motor: self.single[self.key(("inertia", motor))].fast for motor in (False, True)}
-        self.forward = {motor: self.single[self.key(("forward", motor, False))].fast for motor in (False, True)}
-        self.gravity = self.single[rnea_key(velocity=False, acceleration=False)].fast
-        self.velocity_terms = self.single[rnea_key(acceleration=False, gravity=False)].fast
-        self.inverse: dict[tuple[bool, str | None], Callable[..., FloatArray | None]] = {}
+        self.inertia = {motor: self.single[self.key(("inertia", motor))] for motor in (False, True)}
+        self.forward = {motor: self.single[self.key(("forward", motor, False))] for motor in (False, True)}
+        self.gravity = self.single[rnea_key(velocity=False, acceleration=False)]
+        self.velocity_terms = self.single[rnea_key(acceleration=False, gravity=False)]
+        self.inverse: dict[tuple[bool, str | None], SingleCall] = {}
         for motor in (False, True):
-            self.inverse[(motor, None)] = self.single[self.key(rnea_key(motor=motor))].fast
+            self.inverse[(motor, None)] = self.single[self.key(rnea_key(motor=motor))]
             for variant in FRICTION_VARIANTS:
                 fused = self.single.get(self.key(("id_friction", motor, False, variant)))
                 if fused is not None:
-                    self.inverse[(motor, variant)] = fused.fast
+                    self.inverse[(motor, variant)] = fused
         self.has_friction = any(key[0] == "id_friction" for key, _, _, _ in entries)
 
     def key(self, key: Key) -> Key:
@@ -572,4 +459,8 @@ class NativeModel:
             call = self.batch.get(stored)
             return None if call is None else call(values)
         single = self.single.get(stored)
-        return None if single is None else single.values(values)
+        if single is None:
+            return None
+        out = np.empty(self.outputs[stored])
+        single(*values, out)
+        return out
