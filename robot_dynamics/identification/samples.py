@@ -38,9 +38,9 @@ from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER, DEFAULT_WINDOW_S
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import FloatArray, RobotModel
 
-from .estimate import NormalEquations, normal_equations
+from .estimate import NormalEquations, _gram
 from .parameters import IdentificationError, ParameterSet, nominal_parameters
-from .regressor import regressor, with_coulomb_velocity
+from .regressor import joint_rows, with_coulomb_velocity
 
 CHUNK = 20_000  # states per regressor block (~100 MB of temporaries for a 7-DoF arm)
 MIN_MOTION = 0.01  # rad or m, peak to peak: less and the joint counts as standing still in that bag
@@ -199,19 +199,27 @@ def _accumulate(
 
     smooth, reference = friction_law(model, pset)
     theta0 = nominal_parameters(model, pset)
+    n, p = model.dof, pset.size(model)
     total: NormalEquations | None = None
-    sse = np.zeros(model.dof)
+    sse = np.zeros(n)
     for start in range(0, q.shape[0], chunk):
         sl = slice(start, start + chunk)
-        y = regressor(model, q[sl], qd[sl], qdd[sl], pset)
         stock = np.asarray(inverse_dynamics(model, q[sl], qd[sl], qdd[sl], friction=True, smooth=True), dtype=float)
         sse += np.sum((stock - tau[sl]) ** 2, axis=0)
         if smooth and reference is model:
             law = stock
         else:
             law = np.asarray(inverse_dynamics(reference, q[sl], qd[sl], qdd[sl], friction=True, smooth=smooth))
-        fixed = law - y @ theta0  # the torque outside Y theta, at the model's values
-        part = normal_equations(y, tau[sl] - fixed)
+        # the fitted torque tau - fixed, fixed = law - Y theta0 (the torque outside Y theta at the
+        # model's values), joint by joint from the regressor's non-zero rows (never (N, n, p))
+        target = tau[sl] - law
+        ata, atb, btb = np.zeros((n, p, p)), np.zeros((n, p)), np.zeros(n)
+        for j, cols, A in joint_rows(model, q[sl], qd[sl], qdd[sl], pset):
+            b = target[:, j] + A @ theta0[cols]
+            ata[j][np.ix_(cols, cols)] = _gram(A)
+            atb[j, cols] = b @ A
+            btb[j] = b @ b
+        part = NormalEquations(ata, atb, btb, int(target.shape[0]))
         total = part if total is None else total + part
     assert total is not None
     return total, sse
