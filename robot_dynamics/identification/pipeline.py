@@ -45,7 +45,7 @@ from robot_dynamics.model import FloatArray, RobotModel
 from .base import BaseParameters, base_parameters
 from .consistent import fit_consistent
 from .estimate import Fit, NormalEquations, fit_least_squares
-from .parallel import map_tasks
+from .parallel import default_jobs, map_tasks
 from .parameters import (
     IdentificationError,
     ParameterSet,
@@ -55,7 +55,7 @@ from .parameters import (
     nominal_parameters,
     physical_problem,
 )
-from .samples import BagTask, PipelineSettings, SampleStatistics, bag_statistics, expand_bags
+from .samples import BagTask, PipelineSettings, SampleStatistics, bag_statistics, bags_in_spans, expand_bags
 
 NOISE_FLOOR = 1e-6  # sigma_j is at least this fraction of joint j's RMS torque (noise-free data)
 COST_WARNING = 1.1  # consistent cost / least-squares cost above which the report warns
@@ -362,7 +362,8 @@ def identify(
     ``payload_only`` overrides it. ``holdout``: fraction of each bag (its end) kept for validation.
     ``noise_std``: per-joint torque noise (default: estimated, two-pass). ``prior_weight``: pull
     toward the nominal base parameters (needed when the data leave some undetermined).
-    ``jobs``/``scheduler``: where the bags are reduced (:mod:`.parallel`). Errors a user can fix are
+    ``jobs``/``scheduler``: where the bags are reduced (:mod:`.parallel`; with fewer bags than local
+    ``jobs``, the bags are read here and their time spans shared among the processes). Errors a user can fix are
     :class:`IdentificationError` (bags) or :class:`ModelError` (robot).
     """
     clock = time.perf_counter()
@@ -382,7 +383,11 @@ def identify(
     if scheduler is not None:  # workers elsewhere: absolute paths (the bags must be readable there)
         paths = [str(Path(path).resolve()) for path in paths]
     tasks = [BagTask(path, model, pset, settings) for path in paths]
-    stats = map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress)
+    if scheduler is None and len(tasks) < (jobs or default_jobs()):
+        # fewer bags than workers: read them here and share their time spans among the workers
+        stats = bags_in_spans(tasks, jobs=jobs, progress=progress)
+    else:
+        stats = map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress)
     reduced = time.perf_counter()
     result = fit_statistics(
         model,
