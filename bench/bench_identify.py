@@ -166,7 +166,7 @@ def timed_bag(task: BagTask) -> tuple[SampleStatistics, float, float, int]:
     return stats, time.perf_counter() - wall, time.thread_time() - cpu, os.getpid()
 
 
-def bench_bags(count: int, seconds: float, dask: bool) -> None:
+def bench_bags(count: int, seconds: float, dask: bool, dask_malloc: bool = False) -> None:
     puma = rd.load_robot("puma560")
     truth = perturbed_model(puma, seed=2)
     with tempfile.TemporaryDirectory() as tmp:
@@ -197,7 +197,7 @@ def bench_bags(count: int, seconds: float, dask: bool) -> None:
                 np.array_equal(a.train.ata_joint, b.train.ata_joint) for a, b in zip(reference, stats, strict=True)
             )
             print(
-                f"    {label:<24} {wall:6.2f} s wall; tasks {task_cpu:5.2f} s CPU in {len(per_worker)} worker(s) "
+                f"    {label:<32} {wall:6.2f} s wall; tasks {task_cpu:5.2f} s CPU in {len(per_worker)} worker(s) "
                 f"(busiest {max(per_worker.values()):5.2f} s), {task_wall:5.2f} s wall ({task_cpu / task_wall:.0%} "
                 f"of a core); identical: {same}; {load()}"
             )
@@ -215,16 +215,25 @@ def bench_bags(count: int, seconds: float, dask: bool) -> None:
         timed("2 local processes", jobs=2)
         print(f"    local efficiency: {efficiency('1 local process', '2 local processes')}")
         if dask:
+            import dask.config
             from distributed import Client, LocalCluster
 
+            # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also fixes glibc's mmap
+            # threshold at 128 kB: every freed temporary goes back to the system and is faulted in again
+            # (2-3 times the CPU per task here). Unset unless asked to measure Dask's default.
+            environ = {"MALLOC_TRIM_THRESHOLD_": 65536 if dask_malloc else None}
+            tag = "default malloc" if dask_malloc else "no malloc trim"
             for workers in (1, 2):
-                with LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-                ) as cluster:
+                with (
+                    dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}),
+                    LocalCluster(
+                        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+                    ) as cluster,
+                ):
                     with Client(cluster.scheduler_address) as client:
                         client.run(warm_up)  # imports and the engine's kernels: part of the start-up
-                    timed(f"LocalCluster {workers} worker(s)", scheduler=cluster.scheduler_address)
-            print(f"    Dask efficiency: {efficiency('LocalCluster 1 worker(s)', 'LocalCluster 2 worker(s)')}")
+                    timed(f"Dask {workers} worker(s), {tag}", scheduler=cluster.scheduler_address)
+            print(f"    Dask efficiency: {efficiency(f'Dask 1 worker(s), {tag}', f'Dask 2 worker(s), {tag}')}")
 
 
 EVALUATE = """
@@ -286,13 +295,14 @@ def main() -> None:
     parser.add_argument("--bag-seconds", type=float, default=30.0)
     parser.add_argument("--messages", type=int, default=100_000, help="bag size of (c)")
     parser.add_argument("--skip-dask", action="store_true")
+    parser.add_argument("--dask-malloc", action="store_true", help="(b): Dask workers with its MALLOC_TRIM_THRESHOLD_")
     parser.add_argument("--only", choices=("a", "b", "c"), help="run one part")
     parser.add_argument("--peer", metavar="TREE", help="another source tree to compare evaluate's throughput with")
     args = parser.parse_args()
     if args.only in (None, "a"):
         bench_arrays(3600.0 if args.full else args.seconds)
     if args.only in (None, "b"):
-        bench_bags(args.bags, args.bag_seconds, not args.skip_dask)
+        bench_bags(args.bags, args.bag_seconds, not args.skip_dask, args.dask_malloc)
     if args.only in (None, "c"):
         bench_evaluate(args.messages, args.peer)
 
