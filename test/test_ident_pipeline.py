@@ -177,7 +177,14 @@ def test_payload_only(puma: RobotModel, tmp_path: Path) -> None:
         assert a.motor == b.motor and a.friction == b.friction
 
 
-def test_results_do_not_depend_on_the_partitioning(puma: RobotModel, truth: RobotModel, tmp_path: Path) -> None:
+def test_results_do_not_depend_on_the_partitioning(
+    puma: RobotModel,
+    truth: RobotModel,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dask.config
     from distributed import LocalCluster
 
     folder = tmp_path / "bags"
@@ -188,6 +195,17 @@ def test_results_do_not_depend_on_the_partitioning(puma: RobotModel, truth: Robo
     runs = [identify(str(folder), puma, jobs=jobs, consistent=False) for jobs in (1, 2)]
     with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
         runs.append(identify(str(folder), puma, scheduler=cluster.scheduler_address, consistent=False))
+    # Dask's default worker environment trims malloc (twice the CPU per task): a warning says so
+    assert "2 of 2 Dask workers run with MALLOC_TRIM_THRESHOLD_=65536" in caplog.text
+    caplog.clear()
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # LocalCluster's nannies set it here too
+    key = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+    with (
+        dask.config.set({key: None}),
+        LocalCluster(n_workers=1, processes=True, threads_per_worker=1, dashboard_address=None) as cluster,
+    ):
+        runs.append(identify(str(folder), puma, scheduler=cluster.scheduler_address, consistent=False))
+    assert "MALLOC_TRIM_THRESHOLD_" not in caplog.text
     ref = runs[0]
     for other in runs[1:]:
         for name in ("ata_joint", "atb_joint", "btb_joint"):

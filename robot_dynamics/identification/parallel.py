@@ -8,7 +8,8 @@ bags are spread over workers. :func:`map_tasks` returns the results in task orde
 * ``jobs=N``: a :class:`concurrent.futures.ProcessPoolExecutor` with ``N`` processes (default: the
   CPU count);
 * ``scheduler="tcp://host:8786"`` (or a ``distributed.Client``): an existing Dask distributed
-  cluster, ``Client.map`` then ``gather`` (Dask is imported only here, only then).
+  cluster, ``Client.map`` then ``gather`` (Dask is imported only here, only then); a warning is logged
+  when the workers run with the nanny's ``MALLOC_TRIM_THRESHOLD_`` (:func:`_check_workers`).
 
 The task function must be a module-level function and the tasks plain picklable values. A progress
 bar over the tasks (:class:`robot_dynamics.bag.progress.Progress`) counts finished tasks.
@@ -16,6 +17,7 @@ bar over the tasks (:class:`robot_dynamics.bag.progress.Progress`) counts finish
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -25,6 +27,7 @@ from robot_dynamics.bag.progress import Progress
 
 from .parameters import IdentificationError
 
+MALLOC_TRIM = "MALLOC_TRIM_THRESHOLD_"
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -89,6 +92,25 @@ def _first(futures: list[Any], failed: list[Any]) -> BaseException:
     return exc
 
 
+def _check_workers(client: Any) -> None:
+    """Logs a warning when Dask's nanny started the workers with ``MALLOC_TRIM_THRESHOLD_`` (its default):
+    it also fixes glibc's mmap threshold at 128 kB, so every freed temporary array is returned to the
+    system and page-faulted in again, and a reduction takes two to three times the CPU time."""
+    trims = client.run(os.environ.get, MALLOC_TRIM)
+    trimmed = sorted(address for address, value in trims.items() if value is not None)
+    if trimmed:
+        logging.getLogger(__name__).warning(
+            "%d of %d Dask workers run with %s=%s (the nanny's default): each task takes about twice the CPU "
+            "time. Start them with dask worker --no-nanny, or set distributed.nanny.pre-spawn-environ.%s "
+            "to null in the Dask configuration",
+            len(trimmed),
+            len(trims),
+            MALLOC_TRIM,
+            trims[trimmed[0]],
+            MALLOC_TRIM,
+        )
+
+
 def _on_dask(func: Callable[[T], R], tasks: Sequence[T], scheduler: Any, bar: Progress) -> list[R]:
     try:
         from distributed import Client, as_completed
@@ -102,6 +124,7 @@ def _on_dask(func: Callable[[T], R], tasks: Sequence[T], scheduler: Any, bar: Pr
     except OSError as exc:
         raise IdentificationError(f"cannot connect to the Dask scheduler {scheduler!r}: {exc}") from None
     try:
+        _check_workers(client)
         futures = client.map(func, list(tasks), pure=False)
         for _ in as_completed(futures):
             bar.update()
