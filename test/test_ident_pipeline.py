@@ -348,3 +348,26 @@ def test_a_bad_span_in_worker_processes_is_named(puma: RobotModel, truth: RobotM
         statistics_from_arrays(
             puma, ParameterSet(), rec.t, rec.q, qd, rec.tau, PipelineSettings(chunk=300), jobs=2, name="run7"
         )
+
+
+def _blas_threads_of_worker(_: int) -> list[int]:
+    from robot_dynamics.identification.parallel import blas_threads
+
+    return blas_threads()
+
+
+def test_worker_processes_use_one_blas_thread() -> None:
+    """Two worker processes with a multi-threaded BLAS each would oversubscribe the cores."""
+    from robot_dynamics.identification.parallel import blas_threads, limit_blas_threads, map_tasks
+
+    here = blas_threads()
+    if not here:
+        pytest.skip("no OpenBLAS loaded (another BLAS)")
+    limit_blas_threads(2)  # as if on a machine with two or more cores, where OpenBLAS starts that many
+    try:
+        assert blas_threads() == [2] * len(here)
+        workers = map_tasks(_blas_threads_of_worker, [0, 1], jobs=2)
+        assert workers == [[1] * len(here)] * 2
+        assert blas_threads() == [2] * len(here)  # this process is left alone
+    finally:
+        limit_blas_threads(max(here))
