@@ -288,6 +288,9 @@ def bags_in_spans(
             raise _named(task.path, exc) from None
         layout.append((task, t, cut, len(work), len(work) + len(parts), n_train))
         work += parts
+    states = sum(span.rows.stop - span.rows.start for span in work)
+    if scheduler is None and tasks and states < tasks[0].settings.chunk:
+        jobs = 1  # less than one chunk of work: starting processes would cost more than it saves
     results = map_tasks(reduce_span, work, jobs=jobs, scheduler=scheduler, progress=progress, label="spans")
     return [_statistics(task.model, task.path, t, cut, results[a:b], n_train) for task, t, cut, a, b, n_train in layout]
 
