@@ -2,16 +2,19 @@
 
 Usage: ``.venv/bin/python bench/bench_identify.py [--full] [--skip-dask]``
 
-(a) **arrays**: ``--seconds`` (default 600; ``--full``: 3600 = one hour) of 1 kHz joint states of the
-    7-DoF Franka Panda (example-robot-data URDF) with a perturbed "truth" and effort noise, cut into
-    60 s segments, each synthesised and reduced by a worker (Savitzky–Golay derivatives, regressor,
-    per-joint normal equations, stock-model errors), then the fit (weighted least squares and the
-    physically consistent fit). Wall time with 1 and 2 local processes; the segment synthesis (the
-    truth's inverse dynamics) is included, so the times are an upper bound.
+(a) **one long recording**: ``--seconds`` (default 600; ``--full``: 3600 = one hour) of 1 kHz joint
+    states of the 7-DoF Franka Panda (example-robot-data URDF): a sum of sines per joint, torques of a
+    perturbed "truth" with effort noise (synthesised first, not timed). Timed: its reduction
+    (``statistics_from_arrays``: Savitzky–Golay derivatives, regressor rows, per-joint normal
+    equations, stock-model errors) in time spans shared by 1 or 2 local processes, then the fits
+    (weighted least squares, physically consistent). Wall and CPU seconds (this process and its
+    workers), and the machine's load average: on a shared machine only the CPU seconds are stable.
 (b) **bags**: a directory of ``--bags`` (20) PUMA 560 bags of ``--bag-seconds`` (30 s at 1 kHz):
     the per-bag reduction (``map_tasks``) with 1 vs 2 local processes and with a Dask
-    ``LocalCluster`` of 1 vs 2 worker processes (cluster start-up not timed); parallel efficiency
-    ``T1 / (2 T2)``; the results are checked identical.
+    ``LocalCluster`` of 1 vs 2 single-threaded worker processes (cluster start-up not timed). Per
+    task its wall and CPU seconds and its worker: the parallel efficiency ``T1 / (2 T2)`` from the
+    wall times, and from the CPU seconds with ``T2`` the busiest worker's (what two free cores give,
+    overheads outside the tasks apart); the results are checked identical.
 (c) **evaluate**: ``robot-dynamics evaluate``'s pipeline on a 100k-message bag (messages per second,
     best of 3, in a fresh interpreter), which the identification work must leave unchanged;
     ``--peer TREE`` runs the same with another source tree (e.g. the main checkout) for the ratio
@@ -30,6 +33,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import importlib.metadata  # noqa: E402
+import resource  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -54,7 +58,6 @@ from robot_dynamics.identification.samples import (  # noqa: E402
 from robot_dynamics.identification.synthetic import perturbed_model, record, write_bag  # noqa: E402
 from robot_dynamics.model import RobotModel  # noqa: E402
 
-SEGMENT_S = 60.0
 RATE = 1000.0
 NOISE = 0.05  # N m
 
@@ -68,46 +71,87 @@ def panda() -> RobotModel:
         return rd.load_robot(str(root / "robots/panda_description/urdf/panda.urdf"), tip_link="panda_hand")
 
 
-def segment(task: tuple[RobotModel, RobotModel, int, float]) -> SampleStatistics:
-    """One segment: synthesise (truth + noise) and reduce. Module level: runs in worker processes."""
-    model, truth, seed, seconds = task
-    rec = record(truth, seconds, RATE, seed=seed, effort_noise=NOISE)
-    return statistics_from_arrays(model, ParameterSet(), rec.t, rec.q, rec.qd, rec.tau, name=f"segment {seed}")
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (the pool's workers, joined on return)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def bench_arrays(seconds: float) -> None:
-    model = panda()
+def load() -> str:
+    return "load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+
+
+def long_recording(model: RobotModel, seconds: float, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """``t, q, qd, tau``: a sum of five sines per joint (periods 3-20 s, within the joint limits) at
+    1 kHz, torques of a perturbed "truth" plus noise ``NOISE`` — one long recording."""
+    rng = np.random.default_rng(seed)
     truth = perturbed_model(model, seed=1)
-    count = max(1, round(seconds / SEGMENT_S))
-    tasks = [(model, truth, k, seconds / count) for k in range(count)]
-    states = round(seconds * RATE)
-    length = seconds / count
-    print(f"(a) {states / 1e6:.2f} M joint states of the 7-DoF Panda at 1 kHz, {count} segments of {length:.0f} s")
-    results = {}
-    for jobs in (1, 2):
+    t = np.arange(round(seconds * RATE) + 1) / RATE
+    lower = np.array([j.limits.lower for j in model.joints])
+    upper = np.array([j.limits.upper for j in model.joints])
+    centre, half = 0.5 * (lower + upper), np.minimum(0.8, 0.4 * (upper - lower))
+    omega = 2 * np.pi / rng.uniform(3.0, 20.0, (5, model.dof))
+    amp = rng.uniform(0.5, 1.0, (5, model.dof)) * half / 5.0
+    phase = rng.uniform(0.0, 2 * np.pi, (5, model.dof))
+    q, qd, qdd = np.tile(centre, (t.size, 1)), np.zeros((t.size, model.dof)), np.zeros((t.size, model.dof))
+    for k in range(5):
+        arg = omega[k] * t[:, None] + phase[k]
+        q += amp[k] * np.sin(arg)
+        qd += amp[k] * omega[k] * np.cos(arg)
+        qdd -= amp[k] * omega[k] ** 2 * np.sin(arg)
+    tau = np.asarray(rd.inverse_dynamics(truth, q, qd, qdd, friction=True, smooth=True))
+    tau += NOISE * rng.standard_normal(tau.shape)
+    return t, q, qd, tau
+
+
+def bench_arrays(seconds: float, jobs_list: tuple[int, ...] = (1, 2)) -> None:
+    model = panda()
+    start = time.perf_counter()
+    t, q, qd, tau = long_recording(model, seconds)
+    made = time.perf_counter() - start
+    states = t.size
+    print(
+        f"(a) one recording of {states / 1e6:.2f} M joint states of the 7-DoF Panda at 1 kHz "
+        f"(synthesised in {made:.1f} s, not timed); {load()}"
+    )
+    times: dict[int, tuple[float, float]] = {}
+    reference = None
+    for jobs in jobs_list:
+        wall, cpu = time.perf_counter(), cpu_seconds()
+        stats = statistics_from_arrays(model, ParameterSet(), t, q, qd, tau, name="recording", jobs=jobs)
+        wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+        times[jobs] = (wall, cpu)
         start = time.perf_counter()
-        stats = map_tasks(segment, tasks, jobs=jobs)
-        reduce_s = time.perf_counter() - start
-        start = time.perf_counter()
-        wls = fit_statistics(model, ParameterSet(), stats, consistent=False)
+        wls = fit_statistics(model, ParameterSet(), [stats], consistent=False)
         wls_s = time.perf_counter() - start
         start = time.perf_counter()
-        cons = fit_statistics(model, ParameterSet(), stats, consistent=True)
+        cons = fit_statistics(model, ParameterSet(), [stats], consistent=True)
         cons_s = time.perf_counter() - start
-        results[jobs] = reduce_s
-        held = cons.rms["identified_holdout"]
+        same = reference is None or all(
+            np.array_equal(getattr(reference.train, k), getattr(stats.train, k))
+            for k in ("ata_joint", "atb_joint", "btb_joint")
+        )
+        reference = reference or stats
         print(
-            f"    {jobs} process(es): reduce {reduce_s:7.1f} s ({reduce_s / states * 1e6 * jobs:5.1f} us/state/core), "
-            f"WLS fit {wls_s:5.2f} s, consistent fit {cons_s:5.2f} s, end to end {reduce_s + cons_s:6.1f} s"
+            f"    {jobs} process(es): reduce {wall:6.1f} s, {cpu:6.1f} s CPU ({cpu / states * 1e6:4.1f} us/state); "
+            f"WLS fit {wls_s:4.2f} s, consistent fit {cons_s:4.2f} s, end to end {wall + cons_s:6.1f} s; "
+            f"identical to 1 process: {same}; {load()}"
         )
         wls_held = float(np.max(wls.rms["identified_holdout"]))
+        held = cons.rms["identified_holdout"]
         cons_held = float(np.max(held)) if held is not None else float("nan")
         print(
             f"      base parameters {len(wls.base.names)}, worst held-out RMS: WLS {wls_held:.4f}, "
             f"consistent {cons_held:.4f} N m (noise {NOISE})"
         )
-    speedup = results[1] / results[2]
-    print(f"    speed-up 1 -> 2 processes: {speedup:.2f} (efficiency {speedup / 2:.0%})")
+    if 1 not in times or 2 not in times:
+        return
+    (w1, c1), (w2, c2) = times[1], times[2]
+    print(
+        f"    1 -> 2 processes: wall speed-up {w1 / w2:.2f} (efficiency {w1 / (2 * w2):.0%}); "
+        f"CPU 1 / CPU 2 = {c1 / c2:.0%} (the work the split adds); one hour on two free cores: "
+        f"{3.6e6 * c2 / states / 2:.0f} s of reduction"
+    )
 
 
 def warm_up() -> None:
@@ -117,7 +161,14 @@ def warm_up() -> None:
     rd.inverse_dynamics(puma, q, q, q, smooth=True)
 
 
-def bench_bags(count: int, seconds: float, dask: bool) -> None:
+def timed_bag(task: BagTask) -> tuple[SampleStatistics, float, float, int]:
+    """``bag_statistics`` with the task's wall and CPU (this thread) seconds and the worker's pid."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    stats = bag_statistics(task)
+    return stats, time.perf_counter() - wall, time.thread_time() - cpu, os.getpid()
+
+
+def bench_bags(count: int, seconds: float, dask: bool, dask_malloc: bool = False) -> None:
     puma = rd.load_robot("puma560")
     truth = perturbed_model(puma, seed=2)
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,37 +178,64 @@ def bench_bags(count: int, seconds: float, dask: bool) -> None:
             write_bag(folder / f"run{k:02d}", rec, puma.joint_names)
         paths = expand_bags([str(folder)])
         tasks = [BagTask(p, puma, ParameterSet(), PipelineSettings()) for p in paths]
-        print(f"(b) {count} PUMA 560 bags of {seconds:.0f} s at 1 kHz ({count * seconds / 1e3:.1f} M states)")
-        times: dict[str, float] = {}
+        print(f"(b) {count} PUMA 560 bags of {seconds:.0f} s at 1 kHz ({count * seconds / 1e3:.1f} M states); {load()}")
+        times: dict[str, tuple[float, float, float]] = {}
         reference: list[SampleStatistics] | None = None
 
         def timed(label: str, **kwargs: object) -> None:
             nonlocal reference
             start = time.perf_counter()
-            stats = map_tasks(bag_statistics, tasks, **kwargs)  # type: ignore[arg-type]
-            times[label] = time.perf_counter() - start
+            out = map_tasks(timed_bag, tasks, **kwargs)  # type: ignore[arg-type]
+            wall = time.perf_counter() - start
+            stats = [s for s, _, _, _ in out]
+            task_wall, task_cpu = sum(w for _, w, _, _ in out), sum(c for _, _, c, _ in out)
+            per_worker: dict[int, float] = {}
+            for _, _, c, pid in out:
+                per_worker[pid] = per_worker.get(pid, 0.0) + c
+            times[label] = (wall, task_cpu, max(per_worker.values()))
             if reference is None:
                 reference = stats
             same = all(
                 np.array_equal(a.train.ata_joint, b.train.ata_joint) for a, b in zip(reference, stats, strict=True)
             )
-            print(f"    {label:<24} {times[label]:7.2f} s   identical to 1 process: {same}")
+            print(
+                f"    {label:<32} {wall:6.2f} s wall; tasks {task_cpu:5.2f} s CPU in {len(per_worker)} worker(s) "
+                f"(busiest {max(per_worker.values()):5.2f} s), {task_wall:5.2f} s wall ({task_cpu / task_wall:.0%} "
+                f"of a core); identical: {same}; {load()}"
+            )
+
+        def efficiency(one: str, two: str) -> str:
+            (w1, c1, _), (w2, c2, busiest) = times[one], times[two]
+            # wall times on a loaded machine measure the load; CPU seconds do not. T1 / (2 T2) with T the
+            # busiest worker's CPU seconds is the efficiency on free cores, overheads outside the tasks apart
+            return (
+                f"wall {w1 / (2 * w2):.0%}; CPU (busiest worker) {c1 / (2 * busiest):.0%}; "
+                f"task CPU 1 vs 2 workers {c1 / c2:.0%}"
+            )
 
         timed("1 local process", jobs=1)
         timed("2 local processes", jobs=2)
-        print(f"    local efficiency: {times['1 local process'] / (2 * times['2 local processes']):.0%}")
+        print(f"    local efficiency: {efficiency('1 local process', '2 local processes')}")
         if dask:
+            import dask.config
             from distributed import Client, LocalCluster
 
+            # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also fixes glibc's mmap
+            # threshold at 128 kB: every freed temporary goes back to the system and is faulted in again
+            # (2-3 times the CPU per task here). Unset unless asked to measure Dask's default.
+            environ = {"MALLOC_TRIM_THRESHOLD_": 65536 if dask_malloc else None}
+            tag = "default malloc" if dask_malloc else "no malloc trim"
             for workers in (1, 2):
-                with LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-                ) as cluster:
+                with (
+                    dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}),
+                    LocalCluster(
+                        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+                    ) as cluster,
+                ):
                     with Client(cluster.scheduler_address) as client:
                         client.run(warm_up)  # imports and the engine's kernels: part of the start-up
-                    timed(f"LocalCluster {workers} worker(s)", scheduler=cluster.scheduler_address)
-            one, two = times["LocalCluster 1 worker(s)"], times["LocalCluster 2 worker(s)"]
-            print(f"    Dask efficiency: {one / (2 * two):.0%}")
+                    timed(f"Dask {workers} worker(s), {tag}", scheduler=cluster.scheduler_address)
+            print(f"    Dask efficiency: {efficiency(f'Dask 1 worker(s), {tag}', f'Dask 2 worker(s), {tag}')}")
 
 
 EVALUATE = """
@@ -216,17 +294,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="one hour of 1 kHz states in (a)")
     parser.add_argument("--seconds", type=float, default=600.0, help="length of (a) in seconds (default 600)")
+    parser.add_argument("--jobs", default="1,2", help="(a): process counts to run, comma-separated (default 1,2)")
     parser.add_argument("--bags", type=int, default=20)
     parser.add_argument("--bag-seconds", type=float, default=30.0)
     parser.add_argument("--messages", type=int, default=100_000, help="bag size of (c)")
     parser.add_argument("--skip-dask", action="store_true")
+    parser.add_argument("--dask-malloc", action="store_true", help="(b): Dask workers with its MALLOC_TRIM_THRESHOLD_")
     parser.add_argument("--only", choices=("a", "b", "c"), help="run one part")
     parser.add_argument("--peer", metavar="TREE", help="another source tree to compare evaluate's throughput with")
     args = parser.parse_args()
     if args.only in (None, "a"):
-        bench_arrays(3600.0 if args.full else args.seconds)
+        bench_arrays(3600.0 if args.full else args.seconds, tuple(int(j) for j in args.jobs.split(",")))
     if args.only in (None, "b"):
-        bench_bags(args.bags, args.bag_seconds, not args.skip_dask)
+        bench_bags(args.bags, args.bag_seconds, not args.skip_dask, args.dask_malloc)
     if args.only in (None, "c"):
         bench_evaluate(args.messages, args.peer)
 

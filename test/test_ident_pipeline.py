@@ -177,7 +177,14 @@ def test_payload_only(puma: RobotModel, tmp_path: Path) -> None:
         assert a.motor == b.motor and a.friction == b.friction
 
 
-def test_results_do_not_depend_on_the_partitioning(puma: RobotModel, truth: RobotModel, tmp_path: Path) -> None:
+def test_results_do_not_depend_on_the_partitioning(
+    puma: RobotModel,
+    truth: RobotModel,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dask.config
     from distributed import LocalCluster
 
     folder = tmp_path / "bags"
@@ -188,6 +195,17 @@ def test_results_do_not_depend_on_the_partitioning(puma: RobotModel, truth: Robo
     runs = [identify(str(folder), puma, jobs=jobs, consistent=False) for jobs in (1, 2)]
     with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
         runs.append(identify(str(folder), puma, scheduler=cluster.scheduler_address, consistent=False))
+    # Dask's default worker environment trims malloc (twice the CPU per task): a warning says so
+    assert "2 of 2 Dask workers run with MALLOC_TRIM_THRESHOLD_=65536" in caplog.text
+    caplog.clear()
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # LocalCluster's nannies set it here too
+    key = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+    with (
+        dask.config.set({key: None}),
+        LocalCluster(n_workers=1, processes=True, threads_per_worker=1, dashboard_address=None) as cluster,
+    ):
+        runs.append(identify(str(folder), puma, scheduler=cluster.scheduler_address, consistent=False))
+    assert "MALLOC_TRIM_THRESHOLD_" not in caplog.text
     ref = runs[0]
     for other in runs[1:]:
         for name in ("ata_joint", "atb_joint", "btb_joint"):
@@ -286,3 +304,70 @@ def test_a_failing_bag_in_worker_processes_is_named(puma: RobotModel, truth: Rob
     with pytest.raises(IdentificationError, match="jobs must be >= 1"):
         map_tasks(abs, [1, 2], jobs=0)
     assert map_tasks(abs, [-1, -2, 3], jobs=2) == [1, 2, 3]  # results in task order
+
+
+def test_time_spans_do_not_change_the_result(puma: RobotModel, truth: RobotModel, tmp_path: Path) -> None:
+    """One recording cut into spans of 300 states: the same normal equations bit for bit in 1 or 2
+    processes, the same (to rounding of the sums) as one span, whose derivatives come from the whole
+    series; one bag with 2 jobs (spans shared by the processes) equals 1 job bit for bit."""
+    rec = record(truth, 3.0, 500.0, seed=71, effort_noise=EFFORT_NOISE)
+    pset = ParameterSet()
+    fine = PipelineSettings(chunk=300)
+    one = statistics_from_arrays(puma, pset, rec.t, rec.q, rec.qd, rec.tau, PipelineSettings(chunk=10**6))
+    for velocity in (rec.qd, None):  # differentiated velocity, or twice-differentiated position
+        serial = statistics_from_arrays(puma, pset, rec.t, rec.q, velocity, rec.tau, fine, jobs=1)
+        spread = statistics_from_arrays(puma, pset, rec.t, rec.q, velocity, rec.tau, fine, jobs=2)
+        assert serial.holdout is not None and spread.holdout is not None
+        for a, b in ((serial.train, spread.train), (serial.holdout, spread.holdout)):
+            for name in ("ata_joint", "atb_joint", "btb_joint"):
+                np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+            assert a.count == b.count
+        np.testing.assert_array_equal(serial.nominal_sse_train, spread.nominal_sse_train)
+        np.testing.assert_array_equal(serial.excitation, spread.excitation)
+    whole = statistics_from_arrays(puma, pset, rec.t, rec.q, rec.qd, rec.tau, fine)
+    assert one.holdout is not None and whole.holdout is not None
+    assert whole.train.count == one.train.count and whole.holdout.count == one.holdout.count
+    for a, b in ((one.train, whole.train), (one.holdout, whole.holdout)):
+        for name in ("ata_joint", "atb_joint", "btb_joint"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert np.abs(x - y).max() <= 1e-12 * np.abs(x).max(), name
+    np.testing.assert_allclose(whole.nominal_sse_holdout, one.nominal_sse_holdout, rtol=1e-12)
+    np.testing.assert_array_equal(whole.excitation, one.excitation)
+    bag = write_bag(tmp_path / "long", rec, truth.joint_names)
+    runs = [identify(bag, puma, jobs=jobs, consistent=False, settings=fine) for jobs in (1, 2)]
+    for name in ("ata_joint", "atb_joint", "btb_joint"):
+        np.testing.assert_array_equal(getattr(runs[0].train, name), getattr(runs[1].train, name))
+    np.testing.assert_array_equal(runs[0].fit.theta, runs[1].fit.theta)
+
+
+def test_a_bad_span_in_worker_processes_is_named(puma: RobotModel, truth: RobotModel) -> None:
+    rec = record(truth, 2.0, 500.0, seed=72)
+    qd = rec.qd.copy()
+    qd[700, 2] = np.nan  # inside the second span of 300 states
+    with pytest.raises(IdentificationError, match=r"run7: values to differentiate are not all finite"):
+        statistics_from_arrays(
+            puma, ParameterSet(), rec.t, rec.q, qd, rec.tau, PipelineSettings(chunk=300), jobs=2, name="run7"
+        )
+
+
+def _blas_threads_of_worker(_: int) -> list[int]:
+    from robot_dynamics.identification.parallel import blas_threads
+
+    return blas_threads()
+
+
+def test_worker_processes_use_one_blas_thread() -> None:
+    """Two worker processes with a multi-threaded BLAS each would oversubscribe the cores."""
+    from robot_dynamics.identification.parallel import blas_threads, limit_blas_threads, map_tasks
+
+    here = blas_threads()
+    if not here:
+        pytest.skip("no OpenBLAS loaded (another BLAS)")
+    limit_blas_threads(2)  # as if on a machine with two or more cores, where OpenBLAS starts that many
+    try:
+        assert blas_threads() == [2] * len(here)
+        workers = map_tasks(_blas_threads_of_worker, [0, 1], jobs=2)
+        assert workers == [[1] * len(here)] * 2
+        assert blas_threads() == [2] * len(here)  # this process is left alone
+    finally:
+        limit_blas_threads(max(here))

@@ -6,9 +6,10 @@ bags are spread over workers. :func:`map_tasks` returns the results in task orde
 
 * ``jobs=1`` (or a single task): in this process, one after another;
 * ``jobs=N``: a :class:`concurrent.futures.ProcessPoolExecutor` with ``N`` processes (default: the
-  CPU count);
+  CPU count), each limited to one BLAS thread (:func:`limit_blas_threads`);
 * ``scheduler="tcp://host:8786"`` (or a ``distributed.Client``): an existing Dask distributed
-  cluster, ``Client.map`` then ``gather`` (Dask is imported only here, only then).
+  cluster, ``Client.map`` then ``gather`` (Dask is imported only here, only then); a warning is logged
+  when the workers run with the nanny's ``MALLOC_TRIM_THRESHOLD_`` (:func:`_check_workers`).
 
 The task function must be a module-level function and the tasks plain picklable values. A progress
 bar over the tasks (:class:`robot_dynamics.bag.progress.Progress`) counts finished tasks.
@@ -16,6 +17,8 @@ bar over the tasks (:class:`robot_dynamics.bag.progress.Progress`) counts finish
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -25,6 +28,7 @@ from robot_dynamics.bag.progress import Progress
 
 from .parameters import IdentificationError
 
+MALLOC_TRIM = "MALLOC_TRIM_THRESHOLD_"
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -35,6 +39,50 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def _openblas_libraries() -> list[ctypes.CDLL]:
+    """The OpenBLAS builds loaded in this process (NumPy's and SciPy's wheels each bundle one)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line})
+    except OSError:  # not Linux
+        return []
+    libraries = []
+    for path in paths:
+        try:
+            libraries.append(ctypes.CDLL(path))
+        except OSError:
+            continue
+    return libraries
+
+
+def _blas_function(library: ctypes.CDLL, what: str) -> Any:
+    for prefix in ("openblas", "scipy_openblas"):
+        for suffix in ("", "64_"):
+            function = getattr(library, f"{prefix}_{what}{suffix}", None)
+            if function is not None:
+                return function
+    return None
+
+
+def blas_threads() -> list[int]:
+    """The thread count of each OpenBLAS loaded in this process."""
+    functions = [_blas_function(library, "get_num_threads") for library in _openblas_libraries()]
+    return [int(f()) for f in functions if f is not None]
+
+
+def limit_blas_threads(count: int = 1) -> None:
+    """Limits every OpenBLAS loaded in this process to ``count`` threads.
+
+    The initializer of the worker processes: each worker serves one core, and BLAS threads on top
+    oversubscribe the cores (measured: twice the CPU time per bag with two OpenBLAS threads on two
+    cores). Environment variables cannot do this in a forked worker, whose BLAS is already loaded.
+    """
+    for library in _openblas_libraries():
+        function = _blas_function(library, "set_num_threads")
+        if function is not None:
+            function(count)
 
 
 def map_tasks(
@@ -67,7 +115,7 @@ def map_tasks(
 
 
 def _in_processes(func: Callable[[T], R], tasks: Sequence[T], workers: int, bar: Progress) -> list[R]:
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=limit_blas_threads) as pool:
         futures = [pool.submit(func, task) for task in tasks]
         pending = set(futures)
         while pending:
@@ -89,6 +137,25 @@ def _first(futures: list[Any], failed: list[Any]) -> BaseException:
     return exc
 
 
+def _check_workers(client: Any) -> None:
+    """Logs a warning when Dask's nanny started the workers with ``MALLOC_TRIM_THRESHOLD_`` (its default):
+    it also fixes glibc's mmap threshold at 128 kB, so every freed temporary array is returned to the
+    system and page-faulted in again, and a reduction takes two to three times the CPU time."""
+    trims = client.run(os.environ.get, MALLOC_TRIM)
+    trimmed = sorted(address for address, value in trims.items() if value is not None)
+    if trimmed:
+        logging.getLogger(__name__).warning(
+            "%d of %d Dask workers run with %s=%s (the nanny's default): each task takes about twice the CPU "
+            "time. Start them with dask worker --no-nanny, or set distributed.nanny.pre-spawn-environ.%s "
+            "to null in the Dask configuration",
+            len(trimmed),
+            len(trims),
+            MALLOC_TRIM,
+            trims[trimmed[0]],
+            MALLOC_TRIM,
+        )
+
+
 def _on_dask(func: Callable[[T], R], tasks: Sequence[T], scheduler: Any, bar: Progress) -> list[R]:
     try:
         from distributed import Client, as_completed
@@ -102,6 +169,7 @@ def _on_dask(func: Callable[[T], R], tasks: Sequence[T], scheduler: Any, bar: Pr
     except OSError as exc:
         raise IdentificationError(f"cannot connect to the Dask scheduler {scheduler!r}: {exc}") from None
     try:
+        _check_workers(client)
         futures = client.map(func, list(tasks), pure=False)
         for _ in as_completed(futures):
             bar.update()

@@ -13,9 +13,8 @@
    each joint's residual variance ``sigma_j^2``, the second pass weighs joint ``j`` with
    ``1 / sigma_j^2``; its residuals give the final ``sigma_j`` (an unweighted fit lets the joints
    with large torques dominate and overstates the small joints' noise), or ``noise_std`` is given;
-4. by default the physically consistent fit (every link a rigid body: positive mass, positive
-   definite inertia satisfying the triangle inequality; Wensing, Kim & Slotine 2017, log-Cholesky
-   parametrisation of Rucker & Wensing 2022), started from the nominal values;
+4. by default the physically consistent fit: the same weighted cost over every link's positive
+   definite pseudo-inertia (Wensing, Kim & Slotine 2017), a convex semidefinite program (:mod:`.consistent`);
 5. the identified model (:func:`~robot_dynamics.identification.apply_parameters`: inertial
    parameters, armature, joint-side friction; the constant offset is a sensor bias, reported but
    not deployed), and per joint the RMS error of the stock and the identified model on the training
@@ -24,6 +23,9 @@
 ``payload_only``: the last link's 10 inertial parameters (link + payload) and the offsets only; every
 other parameter keeps its nominal value (its torque is subtracted as known). The payload — the
 identified last link minus the nominal one — is reported in the tool frame.
+
+(The module is slightly longer than 400 lines because the five steps are one sequence filling one
+result; the per-bag work, the fits and the report live in their own modules.)
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from robot_dynamics.models.robots import DEFAULT_ROBOT, load_robot
 from .base import BaseParameters, base_parameters
 from .consistent import fit_consistent
 from .estimate import Fit, NormalEquations, fit_least_squares
-from .parallel import map_tasks
+from .parallel import default_jobs, map_tasks
 from .parameters import (
     IdentificationError,
     ParameterSet,
@@ -55,7 +57,7 @@ from .parameters import (
     nominal_parameters,
     physical_problem,
 )
-from .samples import BagTask, PipelineSettings, SampleStatistics, bag_statistics, expand_bags
+from .samples import BagTask, PipelineSettings, SampleStatistics, bag_statistics, bags_in_spans, expand_bags
 
 NOISE_FLOOR = 1e-6  # sigma_j is at least this fraction of joint j's RMS torque (noise-free data)
 COST_WARNING = 1.1  # consistent cost / least-squares cost above which the report warns
@@ -362,7 +364,8 @@ def identify(
     ``payload_only`` overrides it. ``holdout``: fraction of each bag (its end) kept for validation.
     ``noise_std``: per-joint torque noise (default: estimated, two-pass). ``prior_weight``: pull
     toward the nominal base parameters (needed when the data leave some undetermined).
-    ``jobs``/``scheduler``: where the bags are reduced (:mod:`.parallel`). Errors a user can fix are
+    ``jobs``/``scheduler``: where the bags are reduced (:mod:`.parallel`; with fewer bags than local
+    ``jobs``, the bags are read here and their time spans shared among the processes). Errors a user can fix are
     :class:`IdentificationError` (bags) or :class:`ModelError` (robot).
     """
     clock = time.perf_counter()
@@ -382,7 +385,11 @@ def identify(
     if scheduler is not None:  # workers elsewhere: absolute paths (the bags must be readable there)
         paths = [str(Path(path).resolve()) for path in paths]
     tasks = [BagTask(path, model, pset, settings) for path in paths]
-    stats = map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress)
+    if scheduler is None and len(tasks) < (jobs or default_jobs()):
+        # fewer bags than workers: read them here and share their time spans among the workers
+        stats = bags_in_spans(tasks, jobs=jobs, progress=progress)
+    else:
+        stats = map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress)
     reduced = time.perf_counter()
     result = fit_statistics(
         model,

@@ -147,8 +147,8 @@ def _lincomb_rows(rows: list[list[FloatArray | None]], v: Vec) -> list[FloatArra
     return out
 
 
-def _link_block(w: Vec, wd: Vec, vd: Vec, e: Vec, u: Vec) -> FloatArray:
-    """The regressor rows ``(10, k, N)`` of one link at the joints below it (module docstring).
+def _link_block(w: Vec, wd: Vec, vd: Vec, e: Vec, u: Vec) -> list[FloatArray]:
+    """One link's regressor rows at the joints below it, 10 arrays ``(k, N)`` (module docstring).
 
     ``w, wd, vd`` ``(1, N)`` of the link, ``e`` the joint axes and ``u = e x d`` ``(k, N)`` in its frame
     (states last: every operation runs over N contiguous values).
@@ -181,14 +181,14 @@ def _link_block(w: Vec, wd: Vec, vd: Vec, e: Vec, u: Vec) -> FloatArray:
         ],
         e,
     )
-    return np.stack(cols + inertia)
+    return cols + inertia  # not stacked: callers copy the rows where they need them
 
 
 def _link_blocks(
     model: RobotModel, q: FloatArray, qd: FloatArray, qdd: FloatArray, links: tuple[int, ...]
-) -> Iterator[tuple[int, FloatArray]]:
-    """``(i, block)`` for every link ``i`` in ``links``: its regressor rows ``(10, i + 1, N)`` at joints 0..i
-    (parameter, joint, state) for states ``(N, n)``."""
+) -> Iterator[tuple[int, list[FloatArray]]]:
+    """``(i, block)`` for every link ``i`` in ``links``: its regressor rows at joints 0..i, 10 arrays
+    ``(i + 1, N)`` (per parameter: joint, state) for states ``(N, n)``."""
     arrays = model.arrays
     count = q.shape[0]
     qT, qdT, qddT = (np.ascontiguousarray(x.T) for x in (q, qd, qdd))
@@ -280,7 +280,8 @@ def joint_rows(
         columns.append(np.array([lay.joint_column[k][j] for k in kinds], dtype=np.intp))
         At = np.empty((10 * len(links) + len(kinds), q.shape[0]))  # A^T, so A is Fortran-ordered
         for k, i in enumerate(links):
-            At[10 * k : 10 * k + 10] = blocks[i][:, j, :]
+            for r, rows in enumerate(blocks[i]):
+                At[10 * k + r] = rows[j]
         for k, kind in enumerate(kinds):
             At[10 * len(links) + k] = values[kind][:, j]
         yield j, np.concatenate(columns).astype(np.intp), At.T
@@ -325,7 +326,7 @@ def regressor(
     for start in range(0, qa.shape[0], max(1, int(chunk))):
         sl = slice(start, start + max(1, int(chunk)))
         for i, block in _link_blocks(model, qa[sl], qda[sl], qdda[sl], lay.links) if lay.links else ():
-            out[sl, : i + 1, lay.link_slice(i)] = np.ascontiguousarray(block.transpose(2, 1, 0))
+            out[sl, : i + 1, lay.link_slice(i)] = np.stack(block, axis=-1).transpose(1, 0, 2)
         _joint_columns(pset, qda[sl], qdda[sl], lay, out[sl])
     return out[0] if single else out
 

@@ -14,8 +14,10 @@ For each bag, independently of every other (so bags can be processed anywhere an
 4. a joint whose position moves less than ``min_motion`` (peak to peak) in the bag is treated as
    standing still there (``qd = qdd = 0``): its sensor noise must not pose as excitation of its
    friction and armature parameters;
-5. build the regressor chunk by chunk (bounded memory) and reduce to per-joint normal equations
-   ``Y^T Y``, ``Y^T tau``, ``tau^T tau`` (:func:`robot_dynamics.identification.normal_equations`),
+5. cut the training and held-out rows into time spans of ``chunk`` states (:mod:`.spans`), each
+   differentiated with half a filter window of overlap on either side (so the cut changes nothing),
+   and, span by span, build the regressor's non-zero rows chunk by chunk (bounded memory) and
+   reduce to per-joint normal equations ``Y^T Y``, ``Y^T tau``, ``tau^T tau``,
    after subtracting the torque the parameter set leaves at its model value (the model's inverse
    dynamics with the fitted friction law, :func:`friction_law`, minus ``Y theta_nominal``: other links
    for a payload fit, Stribeck, the asymmetric Coulomb part, ...); the stock model's squared errors
@@ -25,23 +27,24 @@ For each bag, independently of every other (so bags can be processed anywhere an
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from robot_dynamics.bag.decode import JointStateSeries, decode_joint_states
-from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER, DEFAULT_WINDOW_S, SavitzkyGolay, savgol
+from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER, DEFAULT_WINDOW_S
 from robot_dynamics.bag.reader import JOINT_STATE, BagError, read_topics, topic_name
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import FloatArray, RobotModel
 
-from .estimate import NormalEquations, normal_equations
-from .parameters import IdentificationError, ParameterSet, nominal_parameters
-from .regressor import regressor, with_coulomb_velocity
+from .estimate import NormalEquations
+from .parallel import map_tasks
+from .parameters import IdentificationError, ParameterSet
+from .spans import Plan, Span, SpanResult, derivatives, fold, plan, reduce_span, shared, spans
+from .spans import friction_law as friction_law  # re-exported: the law the plots compare with
 
 CHUNK = 20_000  # states per regressor block (~100 MB of temporaries for a 7-DoF arm)
 MIN_MOTION = 0.01  # rad or m, peak to peak: less and the joint counts as standing still in that bag
@@ -175,98 +178,43 @@ def _finite_rows(path: str, series: JointStateSeries) -> None:
 # ----------------------------------------------------------------------------------------------
 # preparation and reduction
 # ----------------------------------------------------------------------------------------------
-def friction_law(model: RobotModel, pset: ParameterSet) -> tuple[bool, RobotModel]:
-    """``(smooth, model)`` whose inverse dynamics is the law ``Y theta`` is fitted with: exact sign for
-    ``coulomb="sign"``; else smooth, with the set's tanh width where Coulomb friction is identified
-    (and the model's own widths where it is not, as the nodes compute it)."""
-    if pset.coulomb == "sign":
-        return False, model
-    if pset.coulomb == "tanh" and any(j.friction.smoothing_velocity != pset.coulomb_velocity for j in model.joints):
-        return True, with_coulomb_velocity(model, pset.coulomb_velocity)
-    return True, model
-
-
-def _accumulate(
+def _split(
     model: RobotModel,
     pset: ParameterSet,
+    t: FloatArray,
     q: FloatArray,
-    qd: FloatArray,
-    qdd: FloatArray,
+    qd: FloatArray | None,
     tau: FloatArray,
-    chunk: int,
-) -> tuple[NormalEquations, FloatArray]:
-    """Normal equations of ``tau - fixed`` and the stock model's squared errors, chunk by chunk."""
-    from robot_dynamics.dynamics import inverse_dynamics
-
-    smooth, reference = friction_law(model, pset)
-    theta0 = nominal_parameters(model, pset)
-    total: NormalEquations | None = None
-    sse = np.zeros(model.dof)
-    for start in range(0, q.shape[0], chunk):
-        sl = slice(start, start + chunk)
-        y = regressor(model, q[sl], qd[sl], qdd[sl], pset)
-        stock = np.asarray(inverse_dynamics(model, q[sl], qd[sl], qdd[sl], friction=True, smooth=True), dtype=float)
-        sse += np.sum((stock - tau[sl]) ** 2, axis=0)
-        if smooth and reference is model:
-            law = stock
-        else:
-            law = np.asarray(inverse_dynamics(reference, q[sl], qd[sl], qdd[sl], friction=True, smooth=smooth))
-        fixed = law - y @ theta0  # the torque outside Y theta, at the model's values
-        part = normal_equations(y, tau[sl] - fixed)
-        total = part if total is None else total + part
-    assert total is not None
-    return total, sse
+    settings: PipelineSettings,
+    name: str,
+) -> tuple[Plan, list[Span], int]:
+    """The data set's plan, its training spans then its held-out spans, and the number of training spans."""
+    cut = plan(t, q, settings, name)
+    chunk = max(1, int(settings.chunk))
+    train = spans(model, pset, t, q, qd, tau, cut.train, cut, chunk, name)
+    held = spans(model, pset, t, q, qd, tau, cut.holdout, cut, chunk, name) if cut.holdout is not None else []
+    return cut, train + held, len(train)
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """Derivatives and the train/held-out rows of one data set (module docstring, steps 2–4)."""
-
-    qd: FloatArray
-    qdd: FloatArray
-    train: slice
-    holdout: slice | None
-    static: NDArray[np.bool_]
-    motion: FloatArray
-
-
-def prepare(
-    t: FloatArray, q: FloatArray, qd: FloatArray | None, settings: PipelineSettings, name: str = "arrays"
-) -> Prepared:
-    count = int(t.shape[0])
-    duration = float(t[-1] - t[0]) if count > 1 else 0.0
-    try:
-        filt = SavitzkyGolay.for_times(t, settings.window_s, settings.polyorder)
-    except RobotDynamicsError as exc:
-        raise IdentificationError(f"{name}: {exc}") from None
-    window, half = filt.window, filt.window // 2
-    usable = count - 2 * half
-    holdout_n = math.floor(usable * settings.holdout) if settings.holdout > 0 else 0
-    gap = window if holdout_n else 0
-    train_n = usable - holdout_n - gap
-    minimum = max(2 * window, 20)
-    if train_n < minimum or (settings.holdout > 0 and holdout_n < window):
-        raise IdentificationError(
-            f"{name}: {count} joint states ({duration:.2f} s) are too short to identify from: after dropping "
-            f"{2 * half} edge samples of the {window}-sample differentiation window, a {gap}-sample gap and the "
-            f"hold-out ({settings.holdout:.0%}), {max(train_n, 0)} training samples remain; at least {minimum} "
-            "are needed (record longer, or lower --holdout)"
-        )
-    try:
-        if qd is not None:
-            (qdd,) = savgol(t, qd, (1,), filt)
-            qd_used = np.array(qd, dtype=float)
-        else:
-            qd_used, qdd = savgol(t, q, (1, 2), filt)
-    except RobotDynamicsError as exc:
-        raise IdentificationError(f"{name}: {exc}") from None
-    motion = np.ptp(q, axis=0)
-    static = motion < settings.min_motion
-    qd_used[:, static] = 0.0
-    qdd[:, static] = 0.0
-    train = slice(half, half + train_n)
-    held = slice(half + train_n + gap, count - half) if holdout_n else None
-    return Prepared(qd_used, qdd, train, held, static, motion)
+def _statistics(
+    model: RobotModel, name: str, t: FloatArray, cut: Plan, results: list[SpanResult], n_train: int
+) -> SampleStatistics:
+    n = model.dof
+    ne_train, sse_train, peak = fold(results[:n_train], n)
+    ne_held, sse_held, _ = fold(results[n_train:], n)
+    assert ne_train is not None
+    return SampleStatistics(
+        name=name,
+        train=ne_train,
+        holdout=ne_held,
+        nominal_sse_train=sse_train,
+        nominal_sse_holdout=sse_held,
+        messages=int(t.shape[0]),
+        duration=float(t[-1] - t[0]),
+        motion=cut.motion,
+        static=tuple(model.joint_names[j] for j in np.flatnonzero(cut.static)),
+        excitation=peak,
+    )
 
 
 def statistics_from_arrays(
@@ -279,28 +227,17 @@ def statistics_from_arrays(
     settings: PipelineSettings = PipelineSettings(),
     *,
     name: str = "arrays",
+    jobs: int | None = 1,
+    scheduler: Any = None,
 ) -> SampleStatistics:
-    """The per-data-set reduction (module docstring, steps 2–5) of measured ``t, q, qd, tau``."""
-    prep = prepare(t, q, qd, settings, name)
-    tr = prep.train
-    ne_train, sse_train = _accumulate(model, pset, q[tr], prep.qd[tr], prep.qdd[tr], tau[tr], settings.chunk)
-    ne_held: NormalEquations | None = None
-    sse_held: FloatArray = np.zeros(model.dof)
-    if prep.holdout is not None:
-        ho = prep.holdout
-        ne_held, sse_held = _accumulate(model, pset, q[ho], prep.qd[ho], prep.qdd[ho], tau[ho], settings.chunk)
-    return SampleStatistics(
-        name=name,
-        train=ne_train,
-        holdout=ne_held,
-        nominal_sse_train=sse_train,
-        nominal_sse_holdout=sse_held,
-        messages=int(t.shape[0]),
-        duration=float(t[-1] - t[0]),
-        motion=prep.motion,
-        static=tuple(model.joint_names[j] for j in np.flatnonzero(prep.static)),
-        excitation=np.max(np.abs(prep.qd[tr]), axis=0),
-    )
+    """The per-data-set reduction (module docstring, steps 2–5) of measured ``t, q, qd, tau``.
+
+    Its time spans (:mod:`.spans`) are reduced in this process (``jobs=1``), in ``jobs`` local
+    processes or on a Dask ``scheduler`` (:func:`.parallel.map_tasks`), with the same result.
+    """
+    cut, tasks, n_train = _split(model, pset, t, q, qd, tau, settings, name)
+    results = map_tasks(reduce_span, tasks, jobs=jobs, scheduler=scheduler, progress=False, label="spans")
+    return _statistics(model, name, t, cut, results, n_train)
 
 
 def _bag_arrays(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray | None, FloatArray]:
@@ -311,16 +248,12 @@ def _bag_arrays(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray | Non
     return t, series.position, series.velocity, series.effort
 
 
-_MODELS: dict[tuple[str, tuple[str, ...]], RobotModel] = {}
-
-
-def _shared(model: RobotModel) -> RobotModel:
-    """One instance per distinct model in this process: every task arrives with its own unpickled copy,
-    and the engine keeps its compiled kernels per instance (a worker reuses them across bags)."""
-    key = (model.fingerprint(), tuple(model.joint_names))
-    if key not in _MODELS and len(_MODELS) >= 8:
-        _MODELS.clear()
-    return _MODELS.setdefault(key, model)
+def _named(path: str, exc: BaseException) -> IdentificationError:
+    """An error of bag ``path`` as an :class:`IdentificationError` whose message names the bag."""
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    if path not in str(message):
+        message = f"{path}: {message}"
+    return IdentificationError(str(message))
 
 
 def bag_statistics(task: BagTask) -> SampleStatistics:
@@ -330,22 +263,45 @@ def bag_statistics(task: BagTask) -> SampleStatistics:
     process boundaries as their message).
     """
     try:
-        model = _shared(task.model)
+        model = shared(task.model)
         t, q, qd, tau = _bag_arrays(task)
         return statistics_from_arrays(model, task.pset, t, q, qd, tau, task.settings, name=task.path)
     except IdentificationError:
         raise
     except (RobotDynamicsError, OSError, KeyError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        if task.path not in str(message):
-            message = f"{task.path}: {message}"
-        raise IdentificationError(str(message)) from None
+        raise _named(task.path, exc) from None
+
+
+def bags_in_spans(
+    tasks: Sequence[BagTask], *, jobs: int | None = None, scheduler: Any = None, progress: bool | None = None
+) -> list[SampleStatistics]:
+    """The same as ``[bag_statistics(task) for task in tasks]``, with the bags read here and their time
+    spans (:mod:`.spans`) reduced in parallel: several workers serve one long bag."""
+    layout = []
+    work: list[Span] = []
+    for task in tasks:
+        try:
+            t, q, qd, tau = _bag_arrays(task)
+            cut, parts, n_train = _split(task.model, task.pset, t, q, qd, tau, task.settings, task.path)
+        except IdentificationError:
+            raise
+        except (RobotDynamicsError, OSError, KeyError) as exc:
+            raise _named(task.path, exc) from None
+        layout.append((task, t, cut, len(work), len(work) + len(parts), n_train))
+        work += parts
+    states = sum(span.rows.stop - span.rows.start for span in work)
+    if scheduler is None and tasks and states < tasks[0].settings.chunk:
+        jobs = 1  # less than one chunk of work: starting processes would cost more than it saves
+    results = map_tasks(reduce_span, work, jobs=jobs, scheduler=scheduler, progress=progress, label="spans")
+    return [_statistics(task.model, task.path, t, cut, results[a:b], n_train) for task, t, cut, a, b, n_train in layout]
 
 
 def held_out_series(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
     """``t, q, qd, qdd, tau`` of a bag's held-out part exactly as :func:`bag_statistics` uses it (plots);
     the training part when there is no hold-out."""
     t, q, qd, tau = _bag_arrays(task)
-    prep = prepare(t, q, qd, task.settings, task.path)
-    rows = prep.holdout if prep.holdout is not None else prep.train
-    return t[rows], q[rows], prep.qd[rows], prep.qdd[rows], tau[rows]
+    cut = plan(t, q, task.settings, task.path)
+    rows = cut.holdout if cut.holdout is not None else cut.train
+    (span,) = spans(task.model, task.pset, t, q, qd, tau, rows, cut, rows.stop - rows.start, task.path)
+    qd_rows, qdd_rows = derivatives(span)
+    return t[rows], q[rows], qd_rows, qdd_rows, tau[rows]

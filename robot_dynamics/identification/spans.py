@@ -1,0 +1,254 @@
+"""Time spans of one data set: the unit of work of the reduction, so that several cores serve one bag.
+
+A data set's training and held-out rows (:class:`Plan`) are cut into spans of ``chunk`` states
+counted from each part's first row. A :class:`Span` carries its states plus ``window // 2`` samples
+on each side (the halo), so the Savitzky–Golay derivatives of its rows are computed from exactly the
+same centred windows as on the whole series (:mod:`robot_dynamics.bag.differentiate`: every sample's
+fit uses only its own window). :func:`reduce_span` returns one :class:`NormalEquations` and one
+stock-model error sum per chunk; :func:`fold` adds them in row order. The sequence of chunks and the
+order of the additions are therefore those of a single pass over the whole part, whichever process
+reduced which span: the result is the same bit for bit however the spans are spread over workers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_dynamics.bag.differentiate import SavitzkyGolay, savgol
+from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.model import FloatArray, RobotModel
+
+from .estimate import NormalEquations, _gram
+from .parameters import IdentificationError, ParameterSet, nominal_parameters
+from .regressor import joint_rows, with_coulomb_velocity
+
+
+def friction_law(model: RobotModel, pset: ParameterSet) -> tuple[bool, RobotModel]:
+    """``(smooth, model)`` whose inverse dynamics is the law ``Y theta`` is fitted with: exact sign for
+    ``coulomb="sign"``; else smooth, with the set's tanh width where Coulomb friction is identified
+    (and the model's own widths where it is not, as the nodes compute it)."""
+    if pset.coulomb == "sign":
+        return False, model
+    if pset.coulomb == "tanh" and any(j.friction.smoothing_velocity != pset.coulomb_velocity for j in model.joints):
+        return True, with_coulomb_velocity(model, pset.coulomb_velocity)
+    return True, model
+
+
+def accumulate_parts(
+    model: RobotModel,
+    pset: ParameterSet,
+    q: FloatArray,
+    qd: FloatArray,
+    qdd: FloatArray,
+    tau: FloatArray,
+    chunk: int,
+) -> list[tuple[NormalEquations, FloatArray]]:
+    """Per chunk: the normal equations of ``tau - fixed`` and the stock model's squared errors ``(n,)``."""
+    from robot_dynamics.dynamics import inverse_dynamics
+
+    smooth, reference = friction_law(model, pset)
+    theta0 = nominal_parameters(model, pset)
+    n, p = model.dof, pset.size(model)
+    parts = []
+    for start in range(0, q.shape[0], chunk):
+        sl = slice(start, start + chunk)
+        stock = np.asarray(inverse_dynamics(model, q[sl], qd[sl], qdd[sl], friction=True, smooth=True), dtype=float)
+        sse = np.sum((stock - tau[sl]) ** 2, axis=0)
+        if smooth and reference is model:
+            law = stock
+        else:
+            law = np.asarray(inverse_dynamics(reference, q[sl], qd[sl], qdd[sl], friction=True, smooth=smooth))
+        # the fitted torque tau - fixed, fixed = law - Y theta0 (the torque outside Y theta at the
+        # model's values), joint by joint from the regressor's non-zero rows (never (N, n, p))
+        target = tau[sl] - law
+        ata, atb, btb = np.zeros((n, p, p)), np.zeros((n, p)), np.zeros(n)
+        for j, cols, A in joint_rows(model, q[sl], qd[sl], qdd[sl], pset):
+            b = target[:, j] + A @ theta0[cols]
+            ata[j][np.ix_(cols, cols)] = _gram(A)
+            atb[j, cols] = b @ A
+            btb[j] = b @ b
+        parts.append((NormalEquations(ata, atb, btb, int(target.shape[0])), sse))
+    return parts
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a data set is cut (samples module docstring, steps 2–4), before any differentiation."""
+
+    filt: SavitzkyGolay
+    train: slice
+    holdout: slice | None
+    static: NDArray[np.bool_]
+    motion: FloatArray
+
+
+def _check_times(name: str, t: FloatArray) -> None:
+    if not np.all(np.isfinite(t)):
+        raise IdentificationError(f"{name}: sample times are not all finite")
+    steps = np.diff(t)
+    if np.any(steps <= 0.0):
+        k = int(np.argmax(steps <= 0.0)) + 1
+        raise IdentificationError(
+            f"{name}: sample times must increase strictly: sample {k} at {t[k]:.9g} s follows {t[k - 1]:.9g} s "
+            "(duplicated or reordered stamps)"
+        )
+
+
+def plan(t: FloatArray, q: FloatArray, settings: PipelineLike, name: str = "arrays") -> Plan:
+    """The filter window, the training and held-out rows and the joints standing still."""
+    count = int(t.shape[0])
+    duration = float(t[-1] - t[0]) if count > 1 else 0.0
+    try:
+        filt = SavitzkyGolay.for_times(t, settings.window_s, settings.polyorder)
+    except RobotDynamicsError as exc:
+        raise IdentificationError(f"{name}: {exc}") from None
+    _check_times(name, t)
+    window, half = filt.window, filt.window // 2
+    usable = count - 2 * half
+    holdout_n = math.floor(usable * settings.holdout) if settings.holdout > 0 else 0
+    gap = window if holdout_n else 0
+    train_n = usable - holdout_n - gap
+    minimum = max(2 * window, 20)
+    if train_n < minimum or (settings.holdout > 0 and holdout_n < window):
+        raise IdentificationError(
+            f"{name}: {count} joint states ({duration:.2f} s) are too short to identify from: after dropping "
+            f"{2 * half} edge samples of the {window}-sample differentiation window, a {gap}-sample gap and the "
+            f"hold-out ({settings.holdout:.0%}), {max(train_n, 0)} training samples remain; at least {minimum} "
+            "are needed (record longer, or lower --holdout)"
+        )
+    motion = np.ptp(q, axis=0)
+    train = slice(half, half + train_n)
+    held = slice(half + train_n + gap, count - half) if holdout_n else None
+    return Plan(filt, train, held, motion < settings.min_motion, motion)
+
+
+class PipelineLike(Protocol):
+    """What :func:`plan` reads of the pipeline settings (``samples.PipelineSettings``)."""
+
+    @property
+    def window_s(self) -> float: ...
+    @property
+    def polyorder(self) -> int: ...
+    @property
+    def holdout(self) -> float: ...
+    @property
+    def min_motion(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Span:
+    """Rows ``rows`` (local indices) of a data set's states, with the differentiation halo around them."""
+
+    model: RobotModel
+    pset: ParameterSet
+    name: str
+    t: FloatArray
+    q: FloatArray
+    qd: FloatArray | None  # measured velocity, or None: differentiate the position
+    tau: FloatArray
+    rows: slice
+    filt: SavitzkyGolay
+    static: NDArray[np.bool_]
+    chunk: int
+
+
+def derivatives(span: Span) -> tuple[FloatArray, FloatArray]:
+    """``qd, qdd`` of the span's rows (samples module docstring, steps 2 and 4)."""
+    try:
+        if span.qd is not None:
+            (qdd,) = savgol(span.t, span.qd, (1,), span.filt)
+            qd = np.array(span.qd[span.rows], dtype=float)
+        else:
+            qd_all, qdd = savgol(span.t, span.q, (1, 2), span.filt)
+            qd = qd_all[span.rows]
+    except RobotDynamicsError as exc:
+        raise IdentificationError(f"{span.name}: {exc}") from None
+    qdd = np.array(qdd[span.rows])
+    qd[:, span.static] = 0.0
+    qdd[:, span.static] = 0.0
+    return qd, qdd
+
+
+def spans(
+    model: RobotModel,
+    pset: ParameterSet,
+    t: FloatArray,
+    q: FloatArray,
+    qd: FloatArray | None,
+    tau: FloatArray,
+    rows: slice,
+    cut: Plan,
+    chunk: int,
+    name: str,
+) -> list[Span]:
+    """``rows`` cut into spans of ``chunk`` states (the last may be shorter), each with its halo."""
+    half = cut.filt.window // 2
+    out = []
+    for start in range(rows.start, rows.stop, chunk):
+        stop = min(start + chunk, rows.stop)
+        lo, hi = start - half, stop + half  # within the series: the parts leave half a window at each end
+        out.append(
+            Span(
+                model,
+                pset,
+                name,
+                t[lo:hi],
+                q[lo:hi],
+                None if qd is None else qd[lo:hi],
+                tau[lo:hi],
+                slice(half, half + stop - start),
+                cut.filt,
+                cut.static,
+                chunk,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class SpanResult:
+    parts: list[tuple[NormalEquations, FloatArray]]  # per chunk: normal equations, stock-model squared errors
+    peak: FloatArray  # (n,) max |qd| over the rows
+
+
+_MODELS: dict[tuple[str, tuple[str, ...]], RobotModel] = {}
+
+
+def shared(model: RobotModel) -> RobotModel:
+    """One instance per distinct model in this process: every task arrives with its own unpickled copy,
+    and the engine keeps its compiled kernels per instance (a worker reuses them across tasks)."""
+    key = (model.fingerprint(), tuple(model.joint_names))
+    if key not in _MODELS and len(_MODELS) >= 8:
+        _MODELS.clear()
+    return _MODELS.setdefault(key, model)
+
+
+def reduce_span(span: Span) -> SpanResult:
+    """A span's per-chunk normal equations and stock-model errors. Module level: runs in workers.
+    Failures are :class:`IdentificationError` naming the data set."""
+    qd, qdd = derivatives(span)
+    rows = span.rows
+    try:
+        model = shared(span.model)
+        parts = accumulate_parts(model, span.pset, span.q[rows], qd, qdd, span.tau[rows], span.chunk)
+    except RobotDynamicsError as exc:
+        raise IdentificationError(f"{span.name}: {exc}") from None
+    return SpanResult(parts, np.max(np.abs(qd), axis=0))
+
+
+def fold(results: list[SpanResult], dof: int) -> tuple[NormalEquations | None, FloatArray, FloatArray]:
+    """The spans' chunks added in order: normal equations, stock-model squared errors ``(n,)``, peak ``|qd|``."""
+    total: NormalEquations | None = None
+    sse = np.zeros(dof)
+    peak: FloatArray = np.zeros(dof)
+    for result in results:
+        for ne, part in result.parts:
+            total = ne if total is None else total + ne
+            sse += part
+        peak = np.maximum(peak, result.peak)
+    return total, sse, peak
