@@ -29,9 +29,9 @@ import robot_dynamics as rd
 from robot_dynamics import _native
 from robot_dynamics.dynamics import _c_codegen, native
 from robot_dynamics.dynamics._kernels import kernels
+from robot_dynamics.dynamics.stick_slip import forward_dynamics_with_friction
 from robot_dynamics.errors import StateError
 from robot_dynamics.friction import apply_friction
-from robot_dynamics.friction.sticking import forward_dynamics_with_friction
 from robot_dynamics.model import DHRow, DHTable, Inertial, RobotModel, from_dh
 
 TOL = 1e-12

@@ -73,7 +73,7 @@ def forward_dynamics(
     Frictionless (``friction=False`` or a model without friction): ``qdd = D^-1 (tau - h - c - J^T w)``
     with D (including ``G^2 Jm`` per ``motor_inertia``) factorised by Cholesky. With friction the
     friction package's stick–slip solver decides which joints stick
-    (:func:`robot_dynamics.friction.sticking.forward_dynamics_with_friction`); the tool wrench is
+    (:func:`robot_dynamics.dynamics.stick_slip.forward_dynamics_with_friction`); the tool wrench is
     handed to it, so the load also reaches the bearing reactions and the transmissions. ``backend``:
     ``None``, "python" or "native" (see :mod:`.native`; the stick–slip solver uses the model's
     prepared backend).
@@ -96,7 +96,7 @@ def forward_dynamics(
                     pass  # not positive definite: the general path below raises the error
     batch, values, load = _validate(model, {"q": q, "qd": qd, "tau": tau}, wrench, wrench_frame)
     if use_friction:
-        from ..friction.sticking import forward_dynamics_with_friction
+        from .stick_slip import forward_dynamics_with_friction
 
         if motor != model.motor_inertia_in_d:
             raise StateError("motor_inertia: only the model's own setting is supported together with friction")

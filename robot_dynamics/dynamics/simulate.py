@@ -2,7 +2,7 @@
 
 The state is ``y = [q, qd]``; the right-hand side is the compiled single-state forward dynamics
 (:mod:`.forward`). With friction (``friction=True`` and a model with friction) the friction package's
-stick–slip integrator (:func:`robot_dynamics.friction.sticking.integrate`) takes over: it stops at
+stick–slip integrator (:func:`robot_dynamics.dynamics.stick_slip.integrate`) takes over: it stops at
 every stick/slip transition, which a plain ODE solver cannot do.
 
 The applied torque is a constant ``(n,)``, a callable ``torque(t, q, qd) -> (n,)`` or a sampled
@@ -128,7 +128,7 @@ def simulate(
     function = _torque_function(model, torque)
 
     if friction and model.has_friction:
-        from ..friction.sticking import integrate
+        from .stick_slip import integrate
 
         t, q, qd, qdd, tau = integrate(
             model,

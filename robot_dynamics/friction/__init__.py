@@ -8,8 +8,9 @@
 * :mod:`.transmission` efficiency-curve transmission friction (Dhanaraj (1990) Table 3.2);
 * :mod:`.combine` all terms, :func:`apply_friction`, :func:`friction_torques`, Table 3.5 breakdown,
   the fast paths :func:`friction_total` and :func:`scalar_friction` (compiled by :mod:`._scalar`);
-* :mod:`.parameters` per-model validated, stacked parameters;
-* :mod:`.sticking` stick-slip forward dynamics and integration.
+* :mod:`.parameters` per-model validated, stacked parameters.
+
+Stick-slip forward dynamics with these terms is the engine's :mod:`robot_dynamics.dynamics.stick_slip`.
 
 All torques are *compensating* torques: ``tau = tau_frictionless + friction``.
 """

@@ -3,7 +3,7 @@
 * viscous ``b_v qd`` (Fu 3.3-58 ``+ b_i qd_i``; Schilling 6-3-3, first term);
 * Coulomb, symmetric ``b_d sgn(qd)`` or asymmetric ``Tc+`` for ``qd > 0``, ``Tc-`` for ``qd < 0``
   (``Tc+ >= 0 >= Tc-``), 0 at rest (the static case is decided by the simulator, see
-  :mod:`robot_dynamics.friction.sticking`); Schilling 6-3-3 second term.
+  :mod:`robot_dynamics.dynamics.stick_slip`); Schilling 6-3-3 second term.
 
 The sign convention is the *compensating* torque: positive for ``qd > 0`` (the torque the actuator
 adds to overcome friction). Robotics Toolbox ``Link.friction`` returns the negative of this.
