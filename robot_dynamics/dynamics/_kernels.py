@@ -1,6 +1,6 @@
 """Per-model compiled programs of the engine's algorithms, and how to run them on states.
 
-``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.forward`) for one model
+``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.cholesky`) for one model
 on first use, folding its constants (:mod:`._trace`), and caches the compiled programs on the model
 object; inverse dynamics with friction is Newton–Euler with the friction package's program traced
 onto its torques and reactions (:mod:`._friction_trace`). ``run(kernel, batch, values)`` evaluates
@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..friction import needs_reactions
 from ..model import FloatArray, RobotModel
 from ._chain import Chain, chain_of
 from ._sincos import sincos
 from ._trace import Kernel, Scalar, Tape
 from ._vector import Vec3
+from .cholesky import cholesky_solve
 from .crba import composite_inertia_matrix
 from .rnea import newton_euler
 
@@ -58,8 +60,6 @@ class ModelKernels:
     def needs_reactions(self, model: RobotModel) -> bool:
         """Whether the model's friction needs the joint reactions (load-dependent bearing friction)."""
         if self._needs_reactions is None:
-            from ..friction import needs_reactions
-
             self._needs_reactions = bool(needs_reactions(model))
         return self._needs_reactions
 
@@ -194,8 +194,6 @@ class ModelKernels:
         """qdd = D^-1 (tau - h - c [- J^T w]) with a Cholesky factorisation; arguments q, qd, tau[, w]."""
 
         def build() -> Kernel:
-            from .forward import cholesky_solve
-
             tape = Tape()
             n = self.n
             q, qd, tau = tape.input("q", n), tape.input("qd", n), tape.input("tau", n)

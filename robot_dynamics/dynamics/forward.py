@@ -2,13 +2,12 @@
 
 The frictionless path is one compiled program per model (:mod:`._kernels`): D by the composite
 rigid-body algorithm, ``h + c`` by Newton–Euler with ``qdd = 0``, then ``D = L L^T`` and two triangular
-solves (:func:`cholesky_solve`, written over generic scalars so it is traced with the rest). The
+solves (:func:`.cholesky.cholesky_solve`, written over generic scalars so it is traced with the rest). The
 native backend runs the same steps in C (:func:`._c_codegen.forward_function`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,43 +16,8 @@ from ..errors import StateError
 from ..model import FloatArray, RobotModel
 from ._kernels import evaluate, kernels
 from ._state import fast_single
-from ._trace import Scalar, sqrt
 from .inverse import WrenchFrame, _native_backend, _validate
-
-
-def cholesky_solve(D: Sequence[Sequence[Scalar]], rhs: Sequence[Scalar]) -> list[Scalar]:
-    """Solve ``D x = rhs`` for symmetric positive definite ``D`` = L L^T (generic scalars).
-
-    ``L_jj = sqrt(D_jj - sum_k<j L_jk^2)``, ``L_ij = (D_ij - sum_k<j L_ik L_jk) / L_jj``; then
-    ``L y = rhs`` forward and ``L^T x = y`` backward.
-    """
-    n = len(rhs)
-    L: list[list[Scalar]] = [[0.0] * n for _ in range(n)]
-    inv_diag: list[Scalar] = [0.0] * n
-    for j in range(n):
-        pivot = D[j][j]
-        for k in range(j):
-            pivot = pivot - L[j][k] * L[j][k]
-        L[j][j] = sqrt(pivot)
-        inv_diag[j] = 1.0 / L[j][j]
-        for i in range(j + 1, n):
-            s = D[i][j]
-            for k in range(j):
-                s = s - L[i][k] * L[j][k]
-            L[i][j] = s * inv_diag[j]
-    y: list[Scalar] = [0.0] * n  # L y = rhs
-    for i in range(n):
-        s = rhs[i]
-        for k in range(i):
-            s = s - L[i][k] * y[k]
-        y[i] = s * inv_diag[i]
-    x: list[Scalar] = [0.0] * n  # L^T x = y
-    for i in reversed(range(n)):
-        s = y[i]
-        for k in range(i + 1, n):
-            s = s - L[k][i] * x[k]
-        x[i] = s * inv_diag[i]
-    return x
+from .stick_slip import forward_dynamics_with_friction
 
 
 def forward_dynamics(
@@ -96,8 +60,6 @@ def forward_dynamics(
                     pass  # not positive definite: the general path below raises the error
     batch, values, load = _validate(model, {"q": q, "qd": qd, "tau": tau}, wrench, wrench_frame)
     if use_friction:
-        from .stick_slip import forward_dynamics_with_friction
-
         if motor != model.motor_inertia_in_d:
             raise StateError("motor_inertia: only the model's own setting is supported together with friction")
         qdd = forward_dynamics_with_friction(

@@ -22,6 +22,7 @@ from ..errors import StateError
 from ..model import FloatArray, RobotModel
 from ._state import states
 from .forward import forward_dynamics
+from .stick_slip import integrate
 
 TorqueFunction = Callable[[float, FloatArray, FloatArray], Any]
 
@@ -104,7 +105,7 @@ def simulate(
     ``None``, see :mod:`.native`) evaluates the frictionless forward dynamics; the stick–slip
     integrator uses the model's prepared backend.
     """
-    from scipy.integrate import solve_ivp
+    from scipy.integrate import solve_ivp  # SciPy's integrators load in ~0.2 s: only when simulating
 
     n = model.dof
     batch, (q_start, qd_start) = states(model, q0=q0, qd0=qd0)
@@ -128,8 +129,6 @@ def simulate(
     function = _torque_function(model, torque)
 
     if friction and model.has_friction:
-        from .stick_slip import integrate
-
         t, q, qd, qdd, tau = integrate(
             model,
             np.array(q_start),
