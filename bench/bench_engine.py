@@ -8,7 +8,7 @@ Python floats) and the native backend (the same programs compiled to C), vs Pino
 (``rnea``, ``crba``, ``aba``), for PUMA 560 (6 DoF, DH) and Panda (7 DoF, URDF). Batch: N states in one
 call of ours vs Pinocchio called in a Python loop (throughput ratio = how many times faster we are).
 Times are the minimum over repeats (the machine is shared). ``--generated`` adds the symbolic
-package's generated C (``inverse_dynamics(..., backend="generated")``).
+package's generated C (``robot_dynamics.symbolic.get_backend(model).inverse_dynamics``).
 
 The native libraries are built (or loaded from the cache, see docs/engine.md) before timing; the
 first-use cost is printed.
@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import robot_dynamics as rd
 from robot_dynamics.dynamics import native
+from robot_dynamics.symbolic import get_backend
 
 ROBOTS = Path(
     str(
@@ -124,8 +125,8 @@ def measure(name: str, states: int, generated: bool) -> tuple[list[Row], str]:
         lambda: pin.rnea(pm, data, q, qd, qdd),
     )
     if generated:
-        rd.inverse_dynamics(model, q, qd, qdd, friction=False, backend="generated")  # generate + compile once
-        times = best(lambda: rd.inverse_dynamics(model, q, qd, qdd, friction=False, backend="generated"), number)
+        generated_id = get_backend(model).inverse_dynamics  # generate + compile once
+        times = best(lambda: generated_id(q, qd, qdd), number)
         rows.append(
             Row(
                 name,
@@ -171,7 +172,7 @@ def measure(name: str, states: int, generated: bool) -> tuple[list[Row], str]:
         fast = best(lambda ours=ours: ours("native"), 1, 9)
         rows.append(Row(name, f"{what}, {states} states", python, fast, best(theirs, 1, 3), True))
     if generated:
-        gen = best(lambda: rd.inverse_dynamics(model, Q, QD, QDD, friction=False, backend="generated"), 1, 5)
+        gen = best(lambda: get_backend(model).inverse_dynamics(Q, QD, QDD), 1, 5)
         rows.append(Row(name, f"  ID, {states} states, generated (native col.)", None, gen, rows[-3].pinocchio, True))
     return rows, note
 

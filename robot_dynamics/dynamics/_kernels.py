@@ -50,7 +50,6 @@ class ModelKernels:
         self._built: dict[tuple[Any, ...], Kernel] = {}
         self._lock = threading.Lock()
         self._needs_reactions: bool | None = None
-        self.generated_backend: Any = None  # the symbolic package's backend, once asked for
         self.native: NativeModel | None = None  # the backend=None library, set by native.prepare
         self.native_library: NativeModel | bool | None = None  # loaded library; False: unavailable
         self.pinned_python = False  # native.prepare(model, "python"): backend=None stays Python

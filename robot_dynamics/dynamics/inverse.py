@@ -121,9 +121,7 @@ def _split(out: FloatArray, n: int, reactions: bool) -> tuple[FloatArray, FloatA
 
 
 def _native_backend(model: RobotModel, K: ModelKernels, backend: str | None) -> NativeModel | None:
-    """The native library for ``backend`` (``None``: Python); "generated" is not accepted here."""
-    if backend == "generated":
-        raise StateError("backend: 'generated' is available for inverse_dynamics only; use 'python' or 'native'")
+    """The native library for ``backend`` (``None``: Python)."""
     return resolve(model, K, backend)
 
 
@@ -187,20 +185,12 @@ def inverse_dynamics(
     ``wrench``: ``[fx, fy, fz, nx, ny, nz]`` the tool exerts on the environment, at the tool origin, in
     ``wrench_frame`` axes ("tool", "base" = ``F_0``, or "world"). ``motor_inertia``: include G^2 Jm qdd
     (default ``model.motor_inertia_in_d``). ``backend``: ``None`` (the model's prepared backend or the
-    process default, see :mod:`.native`), "python", "native" (compiled C) or "generated" (the symbolic
-    package's generated code for the rigid-body part). ``breakdown=True`` returns an
+    process default, see :mod:`.native`), "python" or "native" (compiled C); the symbolic package's
+    generated code is :func:`robot_dynamics.symbolic.get_backend`. ``breakdown=True`` returns an
     :class:`InverseDynamicsBreakdown`.
     """
     K = kernels(model)
-    if backend == "generated" and wrench is None and not breakdown and not (friction and K.has_friction):
-        generated = K.generated_backend
-        if (
-            generated is not None
-            and (motor_inertia is None or bool(motor_inertia) == K.motor_inertia_in_d)
-            and _state.fast_single(K.n, q, qd, qdd) is not None
-        ):
-            return np.asarray(generated.inverse_dynamics(q, qd, qdd), dtype=float)
-    elif wrench is None and not breakdown:  # the dedicated single-state paths
+    if wrench is None and not breakdown:  # the dedicated single-state paths
         native = K.native if backend is None and K.native is not None else resolve(model, K, backend)
         use_friction = friction and K.has_friction
         motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
@@ -219,48 +209,23 @@ def inverse_dynamics(
                 kernel = K.inverse_friction(motor, False, variant) if variant in FRICTION_VARIANTS else None
                 if kernel is not None:
                     return np.array(kernel.scalar(*lists))
-    if backend is not None and backend not in ("python", "numeric", "native", "generated"):
-        raise StateError(f"backend: expected None, 'python', 'native' or 'generated', got {backend!r}")
     motor = _motor_switch(model, motor_inertia)
     use_friction = bool(friction) and K.has_friction
     if use_friction:
         _friction_variant(smooth, smooth_kind)  # a bad smooth_kind is reported before anything runs
     batch, values, load = _validate(model, {"q": q, "qd": qd, "qdd": qdd}, wrench, wrench_frame)
-    native = None if backend == "generated" else resolve(model, K, backend)
+    native = resolve(model, K, backend)
     need_reactions = use_friction and K.needs_reactions(model)
     has_load = load is not None
     args = values if load is None else [*values, load]
 
-    if backend != "generated" and not breakdown:
+    if not breakdown:
         if not use_friction:
             return evaluate(K, native, ("rnea", True, True, True, motor, has_load, False), batch, args)
         return _with_friction(model, K, native, motor, has_load, batch, args, bool(smooth), smooth_kind)
 
-    force = moment = None
-    if backend == "generated":
-        rigid_motor = _generated(model, batch, values)  # rigid body + motor inertia per the model
-        if motor != model.motor_inertia_in_d:
-            qdd_arr = np.asarray(values[2], dtype=float)
-            sign = 1.0 if motor else -1.0
-            rigid_motor = rigid_motor + sign * K.reflected_motor_inertia * qdd_arr
-        tau_joint = rigid_motor
-        if has_load:
-            tau_joint = tau_joint + run(
-                K.rnea(velocity=False, acceleration=False, gravity=False, load=True), batch, [values[0], load]
-            )
-        if need_reactions:
-            _, force, moment = rnea_with_reactions(model, values[0], values[1], values[2], wrench=load)
-        if not breakdown and use_friction:
-            from ..friction import friction_total
-
-            return tau_joint + friction_total(
-                model, np.asarray(values[1]), tau_joint, force, moment, smooth=bool(smooth), smooth_kind=smooth_kind
-            )
-        if not breakdown:
-            return tau_joint
-    else:
-        rigid = evaluate(K, native, ("rnea", True, True, True, motor, has_load, need_reactions), batch, args)
-        tau_joint, force, moment = _split(rigid, model.dof, need_reactions)
+    rigid = evaluate(K, native, ("rnea", True, True, True, motor, has_load, need_reactions), batch, args)
+    tau_joint, force, moment = _split(rigid, model.dof, need_reactions)
 
     terms = None
     friction_torque = np.zeros_like(tau_joint)
@@ -274,18 +239,9 @@ def inverse_dynamics(
     total = tau_joint + friction_torque
 
     q_only, qdd_arg = [values[0]], values[2]
-    if backend == "generated":
-        zeros = np.zeros_like(np.asarray(values[0], dtype=float))
-        gravity = _generated(model, batch, [values[0], zeros, zeros])
-        coriolis = _generated(model, batch, [values[0], values[1], zeros]) - gravity
-        inertial_motor = _generated(model, batch, [values[0], zeros, qdd_arg]) - gravity
-        inertial = inertial_motor - (
-            K.reflected_motor_inertia * np.asarray(qdd_arg) if model.motor_inertia_in_d else 0.0
-        )
-    else:
-        gravity = evaluate(K, native, ("rnea", False, False, True, False, False, False), batch, q_only)
-        coriolis = evaluate(K, native, ("rnea", True, False, False, False, False, False), batch, [values[0], values[1]])
-        inertial = evaluate(K, native, ("rnea", False, True, False, False, False, False), batch, [values[0], qdd_arg])
+    gravity = evaluate(K, native, ("rnea", False, False, True, False, False, False), batch, q_only)
+    coriolis = evaluate(K, native, ("rnea", True, False, False, False, False, False), batch, [values[0], values[1]])
+    inertial = evaluate(K, native, ("rnea", False, True, False, False, False, False), batch, [values[0], qdd_arg])
     motor_term = K.reflected_motor_inertia * np.asarray(qdd_arg, dtype=float) if motor else np.zeros_like(total)
     wrench_term = (
         evaluate(K, native, ("rnea", False, False, False, False, True, False), batch, [values[0], load])
@@ -302,15 +258,3 @@ def inverse_dynamics(
         tool_wrench=wrench_term,
         friction_terms=terms,
     )
-
-
-def _generated(model: RobotModel, batch: bool, values: list[Any]) -> FloatArray:
-    """The symbolic package's generated inverse dynamics (looked up once per model)."""
-    K = kernels(model)
-    backend = K.generated_backend
-    if backend is None:
-        from ..symbolic.backend import get_backend
-
-        backend = K.generated_backend = get_backend(model)
-    arrays = [np.asarray(v, dtype=float) for v in values]
-    return np.asarray(backend.inverse_dynamics(*arrays), dtype=float)

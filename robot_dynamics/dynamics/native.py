@@ -9,7 +9,6 @@ Backends of the engine's public functions (``backend=`` argument):
   called through ``ctypes``: one state in a preallocated per-thread buffer, a batch in one call that
   loops in C (without the GIL). Friction is translated from the friction package's generated
   single-state program and fused into the same C call.
-* ``"generated"`` (``inverse_dynamics`` only): the symbolic package's SymPy-generated inverse dynamics.
 * ``None``: the model's prepared backend (:func:`prepare`), else the process default
   (:func:`set_default_backend`, initially ``$ROBOT_DYNAMICS_BACKEND`` or ``"python"``).
 
@@ -48,7 +47,11 @@ if TYPE_CHECKING:
     from ._kernels import ModelKernels
 
 BACKEND_ENV = "ROBOT_DYNAMICS_BACKEND"
-BACKENDS = ("python", "native", "generated")
+BACKENDS = ("python", "native")
+GENERATED = (
+    "backend: 'generated' is not an engine backend; for the symbolic package's generated code use "
+    "robot_dynamics.symbolic.get_backend(model).inverse_dynamics(q, qd, qdd)"
+)
 FLAGS: tuple[str, ...] = ("-O2", "-fno-math-errno", "-ffp-contract=off")
 """Compiler flags: no contraction into fused multiply-adds, so every lane rounds like the Python program."""
 FRICTION_VARIANTS = ("exact", "tanh", "linear")  # smooth=False, smooth=True with smooth_kind
@@ -83,8 +86,10 @@ _warned = [False]
 # -- selection ------------------------------------------------------------------------------------
 def _check_name(backend: str, what: str = "backend") -> str:
     name = "python" if backend == "numeric" else backend
+    if name == "generated":
+        raise StateError(GENERATED.replace("backend", what, 1))
     if name not in BACKENDS:
-        raise StateError(f"{what}: expected None, 'python', 'native' or 'generated', got {backend!r}")
+        raise StateError(f"{what}: expected None, 'python' or 'native', got {backend!r}")
     return name
 
 
@@ -94,18 +99,15 @@ def default_backend() -> str:
         _default_checked[0] = True
         env = os.environ.get(BACKEND_ENV)
         if env:
-            name = _check_name(env, f"${BACKEND_ENV}")
-            if name == "generated":
-                raise StateError(f"${BACKEND_ENV}: expected 'python' or 'native', got {env!r}")
-            _default[0] = name
+            _default[0] = _check_name(env, f"${BACKEND_ENV}")
     return _default[0]
 
 
 def set_default_backend(backend: str) -> str:
     """Set the process-wide default backend (``"python"`` or ``"native"``); returns the previous one."""
+    if backend == "generated":
+        raise StateError(f"backend: the process default can be 'python' or 'native'. {GENERATED}")
     name = _check_name(backend)
-    if name == "generated":
-        raise StateError("backend: the process default can be 'python' or 'native' ('generated' is per call)")
     previous = default_backend()
     _default[0] = name
     return previous
@@ -121,8 +123,6 @@ def prepare(model: RobotModel, backend: str = "native") -> str:
     from ._kernels import kernels
 
     name = _check_name(backend)
-    if name == "generated":
-        raise StateError("backend: prepare takes 'python' or 'native'")
     K = kernels(model)
     K.pinned_python = name == "python"
     if name == "python":
@@ -134,10 +134,7 @@ def prepare(model: RobotModel, backend: str = "native") -> str:
 
 
 def resolve(model: RobotModel, K: ModelKernels, backend: str | None) -> NativeModel | None:
-    """The native library to use for a call (``None``: the Python programs).
-
-    ``backend="generated"`` resolves to ``None`` here (the callers that accept it handle it).
-    """
+    """The native library to use for a call (``None``: the Python programs)."""
     if backend is None:
         if K.native is not None:
             return K.native

@@ -18,7 +18,6 @@ SymPy is imported only when code has to be generated; loading cached code needs 
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import json
 import os
@@ -35,6 +34,8 @@ from robot_dynamics import _native
 from robot_dynamics._native import cache_dir
 from robot_dynamics.errors import RobotDynamicsError, StateError
 from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.symbolic.codegen_c import c_source, compile_shared
+from robot_dynamics.symbolic.codegen_c import load as load_c_library
 
 Language = Literal["c", "python"]
 LANGUAGES: tuple[Language, ...] = ("c", "python")
@@ -75,7 +76,7 @@ class GeneratedBackend:
         self._module: ModuleType | None = None
         self._local = threading.local()  # per-thread input/output buffer of the single-state C call
         if language == "c":
-            self._single, self._batch = load_library(directory / _library_name())
+            self._single, self._batch = load_c_library(directory / _library_name())
         else:
             spec = importlib.util.spec_from_file_location(f"_rd_generated_{directory.name}", directory / "generated.py")
             if spec is None or spec.loader is None:
@@ -149,24 +150,13 @@ class GeneratedBackend:
     __call__ = inverse_dynamics
 
 
-def load_library(library: Path, *, name: str = "rd_inverse_dynamics", parameters: bool = False) -> tuple[Any, Any]:
-    """``(single, batch)`` ctypes functions of a compiled generated library (pointer arguments as
-    plain integer addresses; see :mod:`.codegen_c` for the signatures)."""
-    nptr = 5 if parameters else 4
-    ptr = _native.POINTER
-    functions = _native.bind(
-        library, {name: (None, [ptr] * nptr), f"{name}_batch": (None, [ctypes.c_long] + [ptr] * nptr)}
-    )
-    return functions[name], functions[f"{name}_batch"]
-
-
 def _library_name() -> str:
     return "libgenerated.so"
 
 
 def _generate(model: RobotModel, language: Language, motor_inertia: bool, target: Path, key: str) -> None:
     """Generate (and compile) into ``target`` (a fresh directory)."""
-    from robot_dynamics.symbolic.codegen_c import c_source, compile_shared
+    # the generator needs SymPy (~0.5 s to import): loaded only when code is generated
     from robot_dynamics.symbolic.codegen_python import python_source
     from robot_dynamics.symbolic.model import symbolic_robot
     from robot_dynamics.symbolic.newton_euler import inverse_dynamics_program
