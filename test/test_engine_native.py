@@ -27,7 +27,7 @@ from engine_reference import (
 
 import robot_dynamics as rd
 from robot_dynamics import _native
-from robot_dynamics.dynamics import _c_codegen, native
+from robot_dynamics.dynamics import _c_codegen, _dispatch, native
 from robot_dynamics.dynamics._kernels import kernels
 from robot_dynamics.dynamics.stick_slip import forward_dynamics_with_friction
 from robot_dynamics.errors import StateError
@@ -334,11 +334,10 @@ def test_backend_selection(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None
         rd.set_default_backend("generated")
     with pytest.raises(StateError, match="backend: expected"):
         rd.prepare(model, "cuda")
-    monkeypatch.setattr(native, "_default_checked", [False])
-    monkeypatch.setattr(native, "_default", ["python"])
-    monkeypatch.setenv(native.BACKEND_ENV, "native")
+    monkeypatch.setattr(_dispatch, "_default", None)
+    monkeypatch.setenv(_dispatch.BACKEND_ENV, "native")
     assert rd.default_backend() == "native"
-    monkeypatch.setattr(native, "_default", ["python"])
+    monkeypatch.setattr(_dispatch, "_default", "python")
 
 
 def test_cache_is_reused_and_keyed_by_the_model(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,85 +15,40 @@ Newton–Euler velocity terms with unit velocities (exact: h is a quadratic form
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..model import FloatArray, RobotModel
-from ._kernels import evaluate, kernels
-from ._state import fast_single, states
-from .inverse import _native_backend
+from ._dispatch import CORIOLIS_TENSOR, GRAVITY, INERTIA, VELOCITY, compute
+from ._state import states
 
 
 def inertia_matrix(
-    model: RobotModel, q: Any, *, motor_inertia: bool | None = None, backend: str | None = None
+    model: RobotModel, q: ArrayLike, *, motor_inertia: bool | None = None, backend: str | None = None
 ) -> FloatArray:
     """``D(q)`` ``(..., n, n)``, symmetric positive definite; includes ``G^2 Jm`` on the diagonal when
-    ``motor_inertia`` (default ``model.motor_inertia_in_d``). ``backend``: see :mod:`.native`."""
-    K = kernels(model)
-    motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
-    native = K.native if backend is None and K.native is not None else _native_backend(model, K, backend)
-    n = K.n
-    if native is not None:
-        out = native.inertia[motor](q)
-        if out is not None:
-            return out  # (n, n)
-    else:
-        lists = fast_single(n, q)
-        if lists is not None:  # one state: the Python-float program
-            return np.array(K.inertia(motor).scalar(*lists)).reshape(n, n)
-    batch, values = states(model, q=q)
-    out = evaluate(K, native, ("inertia", motor), batch, values)
-    return out.reshape(*out.shape[:-1], n, n)
+    ``motor_inertia`` (default ``model.motor_inertia_in_d``). ``backend``: see :mod:`._dispatch`."""
+    key = INERTIA[model.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)]
+    return compute(model, backend, key, ("q",), q, dims=2)
 
 
-_GRAVITY = ("rnea", False, False, True, False, False, False)
-_VELOCITY = ("rnea", True, False, False, False, False, False)
-
-
-def coriolis_centrifugal(model: RobotModel, q: Any, qd: Any, *, backend: str | None = None) -> FloatArray:
+def coriolis_centrifugal(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``h(q, qd)`` ``(..., n)``: the Coriolis and centrifugal torques."""
-    K = kernels(model)
-    native = K.native if backend is None and K.native is not None else _native_backend(model, K, backend)
-    if native is not None:
-        out = native.velocity_terms(q, qd)
-        if out is not None:
-            return out
-    else:
-        lists = fast_single(K.n, q, qd)
-        if lists is not None:
-            return np.array(K.kernel(_VELOCITY).scalar(*lists))
-    batch, values = states(model, q=q, qd=qd)
-    return evaluate(K, native, _VELOCITY, batch, values)
+    return compute(model, backend, VELOCITY, ("q", "qd"), q, qd)
 
 
-def gravity_torques(model: RobotModel, q: Any, *, backend: str | None = None) -> FloatArray:
+def gravity_torques(model: RobotModel, q: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``c(q)`` ``(..., n)``: the gravity loading (``model.gravity``)."""
-    K = kernels(model)
-    native = K.native if backend is None and K.native is not None else _native_backend(model, K, backend)
-    if native is not None:
-        out = native.gravity(q)
-        if out is not None:
-            return out
-    else:
-        lists = fast_single(K.n, q)
-        if lists is not None:
-            return np.array(K.kernel(_GRAVITY).scalar(*lists))
-    batch, values = states(model, q=q)
-    return evaluate(K, native, _GRAVITY, batch, values)
+    return compute(model, backend, GRAVITY, ("q",), q)
 
 
-def coriolis_tensor(model: RobotModel, q: Any, *, backend: str | None = None) -> FloatArray:
+def coriolis_tensor(model: RobotModel, q: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``h_ikm`` ``(..., n, n, n)`` (index order i, k, m), ``h_i = sum_km h_ikm qd_k qd_m``."""
-    K = kernels(model)
-    native = _native_backend(model, K, backend)
-    batch, values = states(model, q=q)
-    out = evaluate(K, native, ("coriolis_tensor",), batch, values)
-    n = model.dof
-    return out.reshape(*out.shape[:-1], n, n, n)
+    return compute(model, backend, CORIOLIS_TENSOR, ("q",), q, dims=3)
 
 
-def coriolis_matrix(model: RobotModel, q: Any, qd: Any, *, backend: str | None = None) -> FloatArray:
+def coriolis_matrix(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``C(q, qd)`` ``(..., n, n)`` in Christoffel form: ``C qd = h`` and ``dD/dt - 2C`` skew-symmetric."""
     _, (qs, qds) = states(model, q=q, qd=qd)
     H = coriolis_tensor(model, np.asarray(qs), backend=backend)
@@ -114,7 +69,7 @@ class RobmatCoefficients:
     G: FloatArray
     pairs: tuple[tuple[int, int], ...]  # (j, k), 0-based, j < k, in ROBMAT's column order
 
-    def torque(self, qd: Any, qdd: Any) -> FloatArray:
+    def torque(self, qd: ArrayLike, qdd: ArrayLike) -> FloatArray:
         """``M qdd + 2 B [qd qd] + C [qd^2] + G`` for matching ``qd``, ``qdd``."""
         v = np.asarray(qd, dtype=float)
         products = np.stack([v[..., j] * v[..., k] for j, k in self.pairs], axis=-1) if self.pairs else v[..., :0]
@@ -127,7 +82,7 @@ class RobmatCoefficients:
 
 
 def robmat_coefficients(
-    model: RobotModel, q: Any, *, motor_inertia: bool | None = None, backend: str | None = None
+    model: RobotModel, q: ArrayLike, *, motor_inertia: bool | None = None, backend: str | None = None
 ) -> RobmatCoefficients:
     """ROBMAT's M, B, C, G (Horn & Linge §4.2) from D, the Christoffel symbols h_ijk and c."""
     _, (qs,) = states(model, q=q)

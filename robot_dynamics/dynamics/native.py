@@ -1,23 +1,18 @@
-"""Backend selection and the native backend: the engine's traced programs compiled to C.
+"""The native backend: the engine's traced programs compiled to C, one library per model.
 
-Backends of the engine's public functions (``backend=`` argument):
+The traced programs of :mod:`._kernels` are emitted as C (:mod:`._c_codegen`), compiled with the
+system compiler into a shared library per model, cached on disk (:mod:`robot_dynamics._native`) and
+called through ``ctypes``: one state in a preallocated per-thread buffer, a batch in one call that
+loops in C (without the GIL). Friction is translated from the friction package's generated
+single-state program and fused into the same C call. Entries are named by
+:class:`~._kernel_key.KernelKey`. Which backend a call uses (``backend=``, :func:`~._dispatch.prepare`,
+the process default) is decided by :mod:`._dispatch`; the first native use of a model costs ~0.3-2 s
+of tracing and compiling, once per model and machine, later processes load the cached library in
+milliseconds. Without a C compiler (and no cached library), :func:`load` warns once and returns
+``None`` (the Python backend is used).
 
-* ``"python"`` (also ``"numeric"``): the traced straight-line programs run as Python — floats for one
-  state, NumPy rows for a batch (:mod:`._kernels`). Nothing to build; the default.
-* ``"native"``: the same traced programs emitted as C (:mod:`._c_codegen`), compiled with the system
-  compiler into a shared library per model, cached on disk (:mod:`robot_dynamics._native`) and
-  called through ``ctypes``: one state in a preallocated per-thread buffer, a batch in one call that
-  loops in C (without the GIL). Friction is translated from the friction package's generated
-  single-state program and fused into the same C call.
-* ``None``: the model's prepared backend (:func:`prepare`), else the process default
-  (:func:`set_default_backend`, initially ``$ROBOT_DYNAMICS_BACKEND`` or ``"python"``).
-
-The default stays ``"python"`` so that a library call never compiles behind the caller's back (the
-first native use of a model costs ~0.3-2 s of tracing and compiling, once per model and machine;
-later processes load the cached library in milliseconds). Long-running users — ROS nodes,
-benchmarks, batch jobs — opt in with ``prepare(model)`` (per model, compiles now) or
-``set_default_backend("native")`` (process-wide). Without a C compiler (and no cached library), the
-native backend warns once and the Python backend is used.
+The cache key hashes the model, the compiler settings and the source of every module that feeds the
+C generation, found by following this module's imports (:func:`generator_modules`).
 """
 
 from __future__ import annotations
@@ -33,28 +28,20 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .. import _native
-from ..errors import RobotDynamicsError, StateError
+from ..errors import RobotDynamicsError
 from ..model import FloatArray, RobotModel
 from . import _c_codegen
 from ._c_codegen import Entry, NotTranslatable
+from ._kernel_key import FRICTION_VARIANTS, KernelKey
+from ._kernels import ModelKernels, kernels
 
-if TYPE_CHECKING:
-    from ._kernels import ModelKernels
-
-BACKEND_ENV = "ROBOT_DYNAMICS_BACKEND"
-BACKENDS = ("python", "native")
-GENERATED = (
-    "backend: 'generated' is not an engine backend; for the symbolic package's generated code use "
-    "robot_dynamics.symbolic.get_backend(model).inverse_dynamics(q, qd, qdd)"
-)
 FLAGS: tuple[str, ...] = ("-O2", "-fno-math-errno", "-ffp-contract=off")
 """Compiler flags: no contraction into fused multiply-adds, so every lane rounds like the Python program."""
-FRICTION_VARIANTS = ("exact", "tanh", "linear")  # smooth=False, smooth=True with smooth_kind
 _SUBDIR = "engine"
 _LIBRARY = "libengine.so"
 _GENERATOR_FILES = {
@@ -66,7 +53,8 @@ _GENERATOR_FILES = {
         "_sincos.py",
         "rnea.py",
         "crba.py",
-        "forward.py",
+        "cholesky.py",
+        "_kernel_key.py",
         "_c_codegen.py",
         "native.py",
     ),
@@ -74,104 +62,9 @@ _GENERATOR_FILES = {
     "": ("model.py", "_native.py"),
 }
 
-Key = tuple[Any, ...]
-
-_default: list[str] = ["python"]
-_default_checked = [False]
 _loaded: dict[str, NativeModel] = {}  # by library directory: shared by equal models
 _build_lock = threading.Lock()
 _warned = [False]
-
-
-# -- selection ------------------------------------------------------------------------------------
-def _check_name(backend: str, what: str = "backend") -> str:
-    name = "python" if backend == "numeric" else backend
-    if name == "generated":
-        raise StateError(GENERATED.replace("backend", what, 1))
-    if name not in BACKENDS:
-        raise StateError(f"{what}: expected None, 'python' or 'native', got {backend!r}")
-    return name
-
-
-def default_backend() -> str:
-    """The process-wide backend for ``backend=None`` on models that were not :func:`prepare` d."""
-    if not _default_checked[0]:
-        _default_checked[0] = True
-        env = os.environ.get(BACKEND_ENV)
-        if env:
-            _default[0] = _check_name(env, f"${BACKEND_ENV}")
-    return _default[0]
-
-
-def set_default_backend(backend: str) -> str:
-    """Set the process-wide default backend (``"python"`` or ``"native"``); returns the previous one."""
-    if backend == "generated":
-        raise StateError(f"backend: the process default can be 'python' or 'native'. {GENERATED}")
-    name = _check_name(backend)
-    previous = default_backend()
-    _default[0] = name
-    return previous
-
-
-def prepare(model: RobotModel, backend: str = "native") -> str:
-    """Make ``backend`` the model's backend for calls with ``backend=None``, building it now.
-
-    ``"native"`` traces and compiles the model's library (or loads it from the cache); returns the
-    backend in effect: ``"native"``, or ``"python"`` when no C compiler is available (warned once).
-    ``"python"`` pins the model to the Python backend (whatever the process default).
-    """
-    from ._kernels import kernels
-
-    name = _check_name(backend)
-    K = kernels(model)
-    K.pinned_python = name == "python"
-    if name == "python":
-        K.native = None
-        return "python"
-    library = load(model, K)
-    K.native = library
-    return "native" if library is not None else "python"
-
-
-def resolve(model: RobotModel, K: ModelKernels, backend: str | None) -> NativeModel | None:
-    """The native library to use for a call (``None``: the Python programs)."""
-    if backend is None:
-        if K.native is not None:
-            return K.native
-        if K.pinned_python or (_default[0] == "python" and _default_checked[0]):
-            return None
-        backend = default_backend()
-    if backend == "native":
-        library = K.native_library
-        if library is None:
-            return load(model, K)
-        return library if isinstance(library, NativeModel) else None
-    _check_name(backend)
-    return None
-
-
-# -- the library of one model ---------------------------------------------------------------------
-def rnea_key(
-    velocity: bool = True,
-    acceleration: bool = True,
-    gravity: bool = True,
-    motor: bool = False,
-    load: bool = False,
-    reactions: bool = False,
-) -> Key:
-    """The kernel key of a Newton–Euler variant (as :meth:`._kernels.ModelKernels.rnea` uses it)."""
-    return ("rnea", velocity, acceleration, gravity, motor, load, reactions)
-
-
-def _alias(key: Key, motors: bool) -> Key:
-    """Without motor inertia the motor switch changes nothing: map ``motor=True`` keys to ``False``."""
-    if motors:
-        return key
-    if key[0] == "rnea" and key[4]:
-        return (*key[:4], False, *key[5:])
-    if key[0] in ("forward", "inertia", "id_friction") and key[1]:
-        return (key[0], False, *key[2:])
-    return key
 
 
 @functools.cache
@@ -218,23 +111,25 @@ def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
     functions: list[str] = []
     entries: list[Entry] = []
     meta_entries: list[dict[str, Any]] = []
-    compiled: dict[Key, tuple[str, tuple[int, ...], int]] = {}  # public key -> C function, inputs, outputs
+    compiled: dict[KernelKey, tuple[str, tuple[int, ...], int]] = {}  # key -> C function, inputs, outputs
 
-    def add(key: Key, function: str, inputs: tuple[int, ...], outputs: int) -> None:
+    def add(key: KernelKey, function: str, inputs: tuple[int, ...], outputs: int) -> None:
         compiled[key] = (function, inputs, outputs)
         symbol = f"e{len(entries)}"
         entries.append(Entry(symbol, function, inputs, outputs))
-        meta_entries.append({"symbol": symbol, "key": list(key), "inputs": list(inputs), "outputs": outputs})
+        meta_entries.append({"symbol": symbol, "key": key.to_json(), "inputs": list(inputs), "outputs": outputs})
 
-    traced = [rnea_key(load=load, reactions=reactions) for load in (False, True) for reactions in (False, True)]
+    rnea = KernelKey.rnea
+    velocity_terms = rnea(acceleration=False, gravity=False)  # h, coriolis_centrifugal
+    traced = [rnea(load=load, reactions=reactions) for load in (False, True) for reactions in (False, True)]
     traced += [
-        ("inertia", False),
-        rnea_key(velocity=False, acceleration=False),  # c, gravity_torques
-        rnea_key(acceleration=False, gravity=False),  # h, coriolis_centrifugal
-        rnea_key(gravity=False, reactions=True),  # unit reactions of the stick-slip solver
+        KernelKey.inertia(False),
+        rnea(velocity=False, acceleration=False),  # c, gravity_torques
+        velocity_terms,
+        rnea(gravity=False, reactions=True),  # unit reactions of the stick-slip solver
     ]
     for load in (False, True):
-        key = ("forward", K.motor_inertia_in_d and motors, load)
+        key = KernelKey.forward(K.motor_inertia_in_d and motors, load)
         try:
             K.kernel(key)
         except (ValueError, ZeroDivisionError):  # a pivot that is a constant 0: the composite reports it
@@ -247,24 +142,25 @@ def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
     if motors:
         for load in (False, True):
             for reactions in (False, True):
-                rigid, inputs, outputs = compiled[rnea_key(load=load, reactions=reactions)]
+                rigid, inputs, outputs = compiled[rnea(load=load, reactions=reactions)]
                 name = f"rnea_motor_{int(load)}{int(reactions)}"
                 arguments = ["in_q", "in_qd", "in_qdd", *(["in_w"] if load else [])]
                 functions.append(_c_codegen.motor_function(name, rigid, arguments, reflected))
-                add(rnea_key(motor=True, load=load, reactions=reactions), name, inputs, outputs)
-        functions.append(_c_codegen.inertia_motor_function("inertia_motor", compiled[("inertia", False)][0], reflected))
-        add(("inertia", True), "inertia_motor", (n,), n * n)
+                add(rnea(motor=True, load=load, reactions=reactions), name, inputs, outputs)
+        inertia = compiled[KernelKey.inertia(False)][0]
+        functions.append(_c_codegen.inertia_motor_function("inertia_motor", inertia, reflected))
+        add(KernelKey.inertia(True), "inertia_motor", (n,), n * n)
     for motor in motor_options:
         for load in (False, True):
-            if ("forward", motor, load) in compiled:  # traced
+            if KernelKey.forward(motor, load) in compiled:  # traced
                 continue
             name = f"forward_{int(motor)}{int(load)}"
-            bias = compiled[rnea_key(load=load)][0]
-            inertia = compiled[("inertia", motor)][0]
+            bias = compiled[rnea(load=load)][0]
+            inertia = compiled[KernelKey.inertia(motor)][0]
             functions.append(_c_codegen.forward_function(name, n, bias, inertia, load))
-            add(("forward", motor, load), name, (n, n, n, *((6,) if load else ())), n)
-    functions.append(_c_codegen.coriolis_tensor_function("coriolis_tensor", n, compiled[traced[6]][0]))
-    add(("coriolis_tensor",), "coriolis_tensor", (n,), n * n * n)
+            add(KernelKey.forward(motor, load), name, (n, n, n, *((6,) if load else ())), n)
+    functions.append(_c_codegen.coriolis_tensor_function("coriolis_tensor", n, compiled[velocity_terms][0]))
+    add(KernelKey.coriolis_tensor(), "coriolis_tensor", (n,), n * n * n)
 
     friction_note = "model without friction"
     if model.has_friction:
@@ -289,13 +185,13 @@ def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
                 functions += [translated.declarations, translated.definition]
             for motor in motor_options:
                 for load in (False, True):
-                    rigid, inputs, _ = compiled[rnea_key(motor=motor, load=load, reactions=reactions)]
+                    rigid, inputs, _ = compiled[rnea(motor=motor, load=load, reactions=reactions)]
                     for variant in FRICTION_VARIANTS:
                         name = f"id_friction_{int(motor)}{int(load)}_{variant}"
                         functions.append(
                             _c_codegen.friction_inverse_function(name, n, rigid, f"friction_{variant}", load, reactions)
                         )
-                        add(("id_friction", motor, load, variant), name, inputs, n)
+                        add(KernelKey.inverse_friction(motor, load, variant), name, inputs, n)
 
     header = (
         f"robot_dynamics native engine library: robot {model.name!r}, {model.dof} joints\n"
@@ -330,8 +226,6 @@ def load(model: RobotModel, K: ModelKernels | None = None, *, cache: Path | str 
     available. Memoised on the model's kernels and, by library, across equal models.
     """
     if K is None:
-        from ._kernels import kernels
-
         K = kernels(model)
     if K.native_library is not None and cache is None:
         return K.native_library if isinstance(K.native_library, NativeModel) else None
@@ -533,7 +427,10 @@ class NativeModel:
         self.n = n
         self.meta: dict[str, Any] = json.loads((directory / _native.MARKER).read_text())
         self.motors = bool(self.meta["motors"])
-        entries = [(tuple(e["key"]), e["symbol"], tuple(e["inputs"]), int(e["outputs"])) for e in self.meta["entries"]]
+        entries = [
+            (KernelKey.from_json(e["key"]), e["symbol"], tuple(e["inputs"]), int(e["outputs"]))
+            for e in self.meta["entries"]
+        ]
         library = directory / _LIBRARY
         pointer = _native.POINTER
         singles = _native.bind(
@@ -546,37 +443,27 @@ class NativeModel:
                 for _, symbol, inputs, _ in entries
             },
         )
-        self.single: dict[Key, SingleCall] = {}
-        self.batch: dict[Key, BatchCall] = {}
+        self.single: dict[KernelKey, SingleCall] = {}
+        self.batch: dict[KernelKey, BatchCall] = {}
         for key, symbol, inputs, outputs in entries:
-            shape = (n, n) if key[0] == "inertia" else ()  # D comes back as a matrix
+            shape = (n, n) if key.kind == "inertia" else ()  # D comes back as a matrix
             self.single[key] = SingleCall(singles[f"rd_{symbol}"], inputs, outputs, shape)
             self.batch[key] = BatchCall(batches[f"rd_{symbol}_batch"], inputs, outputs)
-        # the hot single-state entries: inverse dynamics by (motor, friction variant or None); D and
-        # forward dynamics by motor switch; c; h
-        self.inertia = {motor: self.single[self.key(("inertia", motor))].fast for motor in (False, True)}
-        self.forward = {motor: self.single[self.key(("forward", motor, False))].fast for motor in (False, True)}
-        self.gravity = self.single[rnea_key(velocity=False, acceleration=False)].fast
-        self.velocity_terms = self.single[rnea_key(acceleration=False, gravity=False)].fast
-        self.inverse: dict[tuple[bool, str | None], Callable[..., FloatArray | None]] = {}
-        for motor in (False, True):
-            self.inverse[(motor, None)] = self.single[self.key(rnea_key(motor=motor))].fast
-            for variant in FRICTION_VARIANTS:
-                fused = self.single.get(self.key(("id_friction", motor, False, variant)))
-                if fused is not None:
-                    self.inverse[(motor, variant)] = fused.fast
-        self.has_friction = any(key[0] == "id_friction" for key, _, _, _ in entries)
+        if not self.motors:  # without motor inertia the motor switch changes nothing: one entry for both
+            for key, _, _, _ in entries:
+                alias = key.with_motor()
+                if alias is not None and alias not in self.single:
+                    self.single[alias], self.batch[alias] = self.single[key], self.batch[key]
+        self.fast: dict[KernelKey, Callable[..., FloatArray | None]] = {k: c.fast for k, c in self.single.items()}
+        """The single-state entries by key: ``fast(*arrays)`` returns ``None`` for anything but finite
+        float64 arrays of the input shapes (the caller then validates and uses :meth:`run`)."""
+        self.has_friction = any(key.kind == "id_friction" for key, _, _, _ in entries)
 
-    def key(self, key: Key) -> Key:
-        """``key`` as the library stores it (motor variants alias when the model has no motors)."""
-        return _alias(key, self.motors)
-
-    def run(self, key: Key, batch: bool, values: Sequence[Any]) -> FloatArray | None:
+    def run(self, key: KernelKey, batch: bool, values: Sequence[Any]) -> FloatArray | None:
         """Evaluate kernel ``key`` on validated values (lists or ``(N, k)`` arrays); ``None`` if the
         library does not hold it."""
-        stored = _alias(key, self.motors)
         if batch:
-            call = self.batch.get(stored)
+            call = self.batch.get(key)
             return None if call is None else call(values)
-        single = self.single.get(stored)
+        single = self.single.get(key)
         return None if single is None else single.values(values)
