@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .. import _native
+from .._sources import imported_modules, sources_hash
 from ..errors import RobotDynamicsError
 from ..model import FloatArray, RobotModel
 from . import _c_codegen
@@ -44,24 +45,6 @@ FLAGS: tuple[str, ...] = ("-O2", "-fno-math-errno", "-ffp-contract=off")
 """Compiler flags: no contraction into fused multiply-adds, so every lane rounds like the Python program."""
 _SUBDIR = "engine"
 _LIBRARY = "libengine.so"
-_GENERATOR_FILES = {
-    "dynamics": (
-        "_trace.py",
-        "_kernels.py",
-        "_chain.py",
-        "_vector.py",
-        "_sincos.py",
-        "rnea.py",
-        "crba.py",
-        "cholesky.py",
-        "_kernel_key.py",
-        "_c_codegen.py",
-        "native.py",
-    ),
-    "friction": ("_scalar.py", "parameters.py", "smooth.py"),
-    "": ("model.py", "_native.py"),
-}
-
 _loaded: dict[str, NativeModel] = {}  # by library directory: shared by equal models
 _build_lock = threading.Lock()
 _warned = [False]
@@ -83,14 +66,18 @@ def vector_lanes() -> tuple[int, tuple[str, ...]]:
     return 2, ()
 
 
+def generator_modules() -> tuple[str, ...]:
+    """The modules whose code feeds the generated C: this one and what it imports, transitively."""
+    return imported_modules(__name__)
+
+
 def _cache_key(model: RobotModel) -> str:
-    here = Path(__file__).resolve().parent
-    sources = [
-        _native.files_hash(here.parent / sub if sub else here.parent, names) for sub, names in _GENERATOR_FILES.items()
-    ]
+    """The library's directory name: the model, the generator's source (:func:`generator_modules`),
+    the compiler flags and vector width, and the toolchain."""
     lanes, extra = vector_lanes()
     flags = " ".join([*FLAGS, *extra])
-    return _native.hash_key(["engine-native", model.fingerprint(), *sources, flags, str(lanes), _native.toolchain()])
+    sources = sources_hash(__name__)
+    return _native.hash_key(["engine-native", model.fingerprint(), sources, flags, str(lanes), _native.toolchain()])
 
 
 def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
