@@ -15,6 +15,7 @@ import pytest
 from engine_reference import random_states
 
 import robot_dynamics as rd
+from robot_dynamics import _sources
 from robot_dynamics.dynamics import _dispatch
 from robot_dynamics.dynamics._kernel_key import FRICTION_VARIANTS, KernelKey
 from robot_dynamics.dynamics._kernels import kernels
@@ -116,13 +117,17 @@ def test_the_fast_path_hands_unusual_input_to_validation() -> None:
 
 
 def _private_imports(path: Path) -> list[str]:
-    """``from .x import _name`` of a private name from a public module of the package."""
+    """``from .x import _name`` of a private name (not a module) from a public module of the package."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
             module = node.module.rsplit(".", 1)[-1]
+            package = "robot_dynamics.dynamics" if node.level == 1 else "robot_dynamics"
+            full = f"{package}.{node.module}" if node.level else node.module
             for alias in node.names:
-                if alias.name.startswith("_") and not module.startswith("_") and alias.name != "__version__":
+                if _sources.module_path(f"{full}.{alias.name}") is not None:
+                    continue  # a module of a package
+                if alias.name.startswith("_") and not module.startswith("_"):
                     found.append(f"{path.name}: from {node.module} import {alias.name}")
     return found
 

@@ -39,9 +39,9 @@ from ..friction.smooth import check_smooth_kind
 from ..model import FloatArray, RobotModel
 from . import _state
 from ._kernel_key import FRICTION_VARIANTS, FrictionVariant, KernelKey
-from ._kernels import ModelKernels, kernels, run
+from ._kernels import CompiledLibrary, ModelKernels, kernels, run
 from .kinematics import forward_kinematics
-from .native import NativeModel, load
+from .native import load
 
 Backend = Literal["python", "native"]
 WrenchFrame = Literal["tool", "base", "world"]
@@ -106,7 +106,7 @@ def prepare(model: RobotModel, backend: str = "native") -> str:
     return "native" if library is not None else "python"
 
 
-def library(model: RobotModel, K: ModelKernels, backend: str | None) -> NativeModel | None:
+def library(model: RobotModel, K: ModelKernels, backend: str | None) -> CompiledLibrary | None:
     """The native library a call runs on, ``None`` for the Python programs (see the module doc)."""
     if backend is None:
         if K.native is not None:
@@ -119,7 +119,7 @@ def library(model: RobotModel, K: ModelKernels, backend: str | None) -> NativeMo
     found = K.native_library
     if found is None:
         return load(model, K)
-    return found if isinstance(found, NativeModel) else None
+    return None if isinstance(found, bool) else found
 
 
 # -- keys -------------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def validate(
 
 
 # -- evaluation -------------------------------------------------------------------------------------
-def single(K: ModelKernels, native: NativeModel | None, key: KernelKey, *arrays: Any) -> FloatArray | None:
+def single(K: ModelKernels, native: CompiledLibrary | None, key: KernelKey, *arrays: Any) -> FloatArray | None:
     """Kernel ``key`` on one state given as finite float64 arrays of the exact input shapes, with no
     further checks; ``None`` for anything else (and for a forward-dynamics pivot that is not positive):
     the caller then validates and calls :func:`evaluate`, which reports."""
@@ -197,7 +197,7 @@ def single(K: ModelKernels, native: NativeModel | None, key: KernelKey, *arrays:
 
 
 def try_evaluate(
-    K: ModelKernels, native: NativeModel | None, key: KernelKey, batch: bool, values: Sequence[Any]
+    K: ModelKernels, native: CompiledLibrary | None, key: KernelKey, batch: bool, values: Sequence[Any]
 ) -> FloatArray | None:
     """Kernel ``key`` on validated values: on the native library if it holds the kernel, else the
     Python program; ``None`` if neither has it (a friction program outside the traceable subset)."""
@@ -210,7 +210,7 @@ def try_evaluate(
 
 
 def evaluate(
-    K: ModelKernels, native: NativeModel | None, key: KernelKey, batch: bool, values: Sequence[Any]
+    K: ModelKernels, native: CompiledLibrary | None, key: KernelKey, batch: bool, values: Sequence[Any]
 ) -> FloatArray:
     """:func:`try_evaluate` for a kernel that always exists (every kind but ``"id_friction"``)."""
     if native is not None:

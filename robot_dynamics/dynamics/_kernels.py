@@ -15,13 +15,15 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..friction import needs_reactions
+from ..friction import _scalar, needs_reactions
+from ..friction.parameters import friction_parameters
 from ..model import FloatArray, RobotModel
 from ._chain import Chain, chain_of
+from ._friction_trace import FUNCTIONS, NotTraceable, trace_friction
 from ._kernel_key import FrictionVariant, KernelKey
 from ._sincos import sincos
 from ._trace import Kernel, Scalar, Tape
@@ -30,10 +32,16 @@ from .cholesky import cholesky_solve
 from .crba import composite_inertia_matrix
 from .rnea import newton_euler
 
-if TYPE_CHECKING:
-    from .native import NativeModel
-
 CHUNK = 4096
+
+
+class CompiledLibrary(Protocol):
+    """What the dispatch needs of a model's compiled library (:class:`.native.NativeModel`)."""
+
+    fast: dict[KernelKey, Callable[..., FloatArray | None]]  # one state: None hands over to validation
+
+    def run(self, key: KernelKey, batch: bool, values: Sequence[Any]) -> FloatArray | None: ...
+
 
 _CACHE: dict[int, tuple[weakref.ref[RobotModel], ModelKernels]] = {}  # by id(model), dropped with the model
 _LOCK = threading.Lock()
@@ -51,8 +59,8 @@ class ModelKernels:
         self._built: dict[KernelKey, Kernel] = {}
         self._lock = threading.Lock()
         self._needs_reactions: bool | None = None
-        self.native: NativeModel | None = None  # the backend=None library, set by _dispatch.prepare
-        self.native_library: NativeModel | bool | None = None  # loaded library; False: unavailable
+        self.native: CompiledLibrary | None = None  # the backend=None library, set by _dispatch.prepare
+        self.native_library: CompiledLibrary | bool | None = None  # loaded library; False: unavailable
         self.pinned_python = False  # _dispatch.prepare(model, "python"): backend=None stays Python
         self._model = weakref.ref(model)
         self._untraceable: set[KernelKey] = set()
@@ -168,21 +176,17 @@ class ModelKernels:
             return found
 
         def build() -> Kernel:
-            from ..friction._scalar import scalar_source
-            from ..friction.parameters import friction_parameters
-            from ._friction_trace import FUNCTIONS, trace_friction
-
             model = self._model()
             assert model is not None  # the kernels are dropped with their model
             p = friction_parameters(model)
-            source = scalar_source(p, variant != "exact", "tanh" if variant == "exact" else variant, include_tau=True)
+            source = _scalar.scalar_source(
+                p, variant != "exact", "tanh" if variant == "exact" else variant, include_tau=True
+            )
             tape = Tape(FUNCTIONS)
             qd, tau, f, m = self._newton_euler(tape, True, True, True, motor, load)
             force = [c for v in f for c in v] if p.has_bearing else None  # Fu 3.3-56, 3.3-57
             moment = [c for v in m for c in v] if p.has_bearing else None
             return tape.compile("id_friction", trace_friction(source, tape, qd, tau, force, moment))
-
-        from ._friction_trace import NotTraceable
 
         try:
             return self._get(key, build)

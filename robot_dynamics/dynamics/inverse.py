@@ -41,8 +41,7 @@ from ._dispatch import (
     validate,
 )
 from ._kernel_key import FrictionVariant, KernelKey
-from ._kernels import ModelKernels, kernels
-from .native import NativeModel
+from ._kernels import CompiledLibrary, ModelKernels, kernels
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,7 +204,7 @@ def _split(out: FloatArray, n: int, reactions: bool) -> tuple[FloatArray, FloatA
 def _with_friction(
     model: RobotModel,
     K: ModelKernels,
-    native: NativeModel | None,
+    native: CompiledLibrary | None,
     motor: bool,
     variant: FrictionVariant,
     batch: bool,
@@ -230,7 +229,7 @@ def _with_friction(
 def _breakdown(
     model: RobotModel,
     K: ModelKernels,
-    native: NativeModel | None,
+    native: CompiledLibrary | None,
     motor: bool,
     variant: FrictionVariant | None,
     batch: bool,

@@ -35,6 +35,8 @@ import numpy as np
 from .. import _native
 from .._sources import imported_modules, sources_hash
 from ..errors import RobotDynamicsError
+from ..friction import _scalar
+from ..friction.parameters import friction_parameters
 from ..model import FloatArray, RobotModel
 from . import _c_codegen
 from ._c_codegen import Entry, NotTranslatable
@@ -151,16 +153,13 @@ def _build(model: RobotModel, K: ModelKernels, target: Path) -> None:
 
     friction_note = "model without friction"
     if model.has_friction:
-        from ..friction._scalar import scalar_source
-        from ..friction.parameters import friction_parameters
-
         p = friction_parameters(model)
         reactions = K.needs_reactions(model)
         try:
             sources = {
                 variant: _c_codegen.friction_function(
                     f"friction_{variant}",
-                    scalar_source(p, variant != "exact", "tanh" if variant == "exact" else variant, True),
+                    _scalar.scalar_source(p, variant != "exact", "tanh" if variant == "exact" else variant, True),
                 )
                 for variant in FRICTION_VARIANTS
             }
