@@ -97,17 +97,17 @@ def test_the_fast_path_hands_unusual_input_to_validation() -> None:
     K = kernels(model)
     q, qd, qdd = random_states(5, 6, 1)
     key = _dispatch.INVERSE[(model.motor_inertia_in_d, "exact")]
-    expected = _dispatch.single(K, None, key, q[0], qd[0], qdd[0])
+    expected = _dispatch.single(model, K, "python", key, q[0], qd[0], qdd[0])
     assert expected is not None
     assert np.array_equal(rd.inverse_dynamics(model, q[0], qd[0], qdd[0], backend="python"), expected)
     for odd in (list(q[0]), q[0].astype(np.float32), q[0].reshape(1, 6)):
-        assert _dispatch.single(K, None, key, odd, qd[0], qdd[0]) is None
+        assert _dispatch.single(model, K, "python", key, odd, qd[0], qdd[0]) is None
         out = rd.inverse_dynamics(model, odd, qd[0], qdd[0], backend="python")
         tol = 1e-3 if np.asarray(odd).dtype == np.float32 else 1e-12
         np.testing.assert_allclose(out.reshape(6), expected, rtol=0, atol=tol)
     bad = q[0].copy()
     bad[4] = np.inf
-    assert _dispatch.single(K, None, key, bad, qd[0], qdd[0]) is None
+    assert _dispatch.single(model, K, "python", key, bad, qd[0], qdd[0]) is None
     with pytest.raises(StateError, match=r"q: non-finite values .* index 4"):
         rd.inverse_dynamics(model, bad, qd[0], qdd[0], backend="python")
     # a bad smooth_kind has no key: the error comes from the general path

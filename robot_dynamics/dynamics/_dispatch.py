@@ -15,7 +15,7 @@ sequence, written here once:
    frame) and **evaluate** (:func:`evaluate`: the native library if it holds the program, else the
    Python program).
 
-:func:`compute` is the whole sequence for the functions whose arguments are joint vectors only.
+:func:`general` is step 4 for the functions whose arguments are joint vectors only.
 
 The default backend stays ``"python"`` so that a library call never compiles behind the caller's back
 (the first native use of a model costs ~0.3-2 s of tracing and compiling, once per model and machine).
@@ -177,10 +177,17 @@ def validate(
 
 
 # -- evaluation -------------------------------------------------------------------------------------
-def single(K: ModelKernels, native: CompiledLibrary | None, key: KernelKey, *arrays: Any) -> FloatArray | None:
+def single(model: RobotModel, K: ModelKernels, backend: str | None, key: KernelKey, *arrays: Any) -> FloatArray | None:
     """Kernel ``key`` on one state given as finite float64 arrays of the exact input shapes, with no
     further checks; ``None`` for anything else (and for a forward-dynamics pivot that is not positive):
-    the caller then validates and calls :func:`evaluate`, which reports."""
+    the caller then validates and calls :func:`evaluate`, which reports. (The hot path: the common
+    cases of :func:`library` are decided inline.)"""
+    if backend is None and K.native is not None:
+        native: CompiledLibrary | None = K.native
+    elif backend is None and (K.pinned_python or _default == "python"):
+        native = None
+    else:
+        native = library(model, K, backend)
     if native is not None:
         call = native.fast.get(key)
         return None if call is None else call(*arrays)
@@ -220,16 +227,12 @@ def evaluate(
     return run(K.kernel(key), batch, values)
 
 
-def compute(
-    model: RobotModel, backend: str | None, key: KernelKey, names: tuple[str, ...], *arrays: ArrayLike, dims: int = 1
+def general(
+    model: RobotModel, K: ModelKernels, backend: str | None, key: KernelKey, dims: int = 1, **named: ArrayLike
 ) -> FloatArray:
-    """The whole sequence for joint-vector arguments ``names``/``arrays``; the result has ``dims`` axes
-    of length n per state (torques 1, D 2, h_ikm 3), after the batch axis for a batch."""
-    K = kernels(model)
-    native = library(model, K, backend)
-    out = single(K, native, key, *arrays)
-    if out is not None:
-        return out if out.ndim == dims else out.reshape((K.n,) * dims)
-    batch, values = _state.states(model, **dict(zip(names, arrays, strict=True)))
-    out = evaluate(K, native, key, batch, values)
+    """Validate the joint-vector arguments ``named`` and evaluate ``key`` (after :func:`single` said
+    ``None``); the result has ``dims`` axes of length n per state (torques 1, D 2, h_ikm 3), after the
+    batch axis for a batch."""
+    batch, values = _state.states(model, **named)
+    out = evaluate(K, library(model, K, backend), key, batch, values)
     return out if dims == 1 else out.reshape(*out.shape[:-1], *(K.n,) * dims)

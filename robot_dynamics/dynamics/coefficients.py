@@ -20,7 +20,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..model import FloatArray, RobotModel
-from ._dispatch import CORIOLIS_TENSOR, GRAVITY, INERTIA, VELOCITY, compute
+from ._dispatch import CORIOLIS_TENSOR, GRAVITY, INERTIA, VELOCITY, general, single
+from ._kernels import kernels
 from ._state import states
 
 
@@ -29,23 +30,33 @@ def inertia_matrix(
 ) -> FloatArray:
     """``D(q)`` ``(..., n, n)``, symmetric positive definite; includes ``G^2 Jm`` on the diagonal when
     ``motor_inertia`` (default ``model.motor_inertia_in_d``). ``backend``: see :mod:`._dispatch`."""
-    key = INERTIA[model.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)]
-    return compute(model, backend, key, ("q",), q, dims=2)
+    K = kernels(model)
+    key = INERTIA[K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)]
+    out = single(model, K, backend, key, q)  # (the native entry returns D as a matrix)
+    if out is None:
+        return general(model, K, backend, key, 2, q=q)
+    return out if out.ndim == 2 else out.reshape(K.n, K.n)
 
 
 def coriolis_centrifugal(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``h(q, qd)`` ``(..., n)``: the Coriolis and centrifugal torques."""
-    return compute(model, backend, VELOCITY, ("q", "qd"), q, qd)
+    K = kernels(model)
+    out = single(model, K, backend, VELOCITY, q, qd)
+    return out if out is not None else general(model, K, backend, VELOCITY, q=q, qd=qd)
 
 
 def gravity_torques(model: RobotModel, q: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``c(q)`` ``(..., n)``: the gravity loading (``model.gravity``)."""
-    return compute(model, backend, GRAVITY, ("q",), q)
+    K = kernels(model)
+    out = single(model, K, backend, GRAVITY, q)
+    return out if out is not None else general(model, K, backend, GRAVITY, q=q)
 
 
 def coriolis_tensor(model: RobotModel, q: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``h_ikm`` ``(..., n, n, n)`` (index order i, k, m), ``h_i = sum_km h_ikm qd_k qd_m``."""
-    return compute(model, backend, CORIOLIS_TENSOR, ("q",), q, dims=3)
+    K = kernels(model)
+    out = single(model, K, backend, CORIOLIS_TENSOR, q)
+    return general(model, K, backend, CORIOLIS_TENSOR, 3, q=q) if out is None else out.reshape(K.n, K.n, K.n)
 
 
 def coriolis_matrix(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: str | None = None) -> FloatArray:

@@ -43,13 +43,13 @@ def forward_dynamics(
     prepared backend).
     """
     K = kernels(model)
-    native = library(model, K, backend)
     motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
     use_friction = friction and K.has_friction
     if wrench is None and not use_friction:  # one state: no validation
-        out = single(K, native, FORWARD[motor], q, qd, tau)
+        out = single(model, K, backend, FORWARD[motor], q, qd, tau)
         if out is not None:
             return out
+    native = library(model, K, backend)
     batch, values, load = validate(model, {"q": q, "qd": qd, "tau": tau}, wrench, wrench_frame)
     if use_friction:
         if motor != model.motor_inertia_in_d:

@@ -171,15 +171,15 @@ def inverse_dynamics(
     :class:`InverseDynamicsBreakdown`.
     """
     K = kernels(model)
-    native = library(model, K, backend)
     motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
     use_friction = bool(friction) and K.has_friction
     if wrench is None and not breakdown:  # one state: the key of the fused program, no validation
         key = INVERSE.get((motor, (smooth_kind if smooth else "exact") if use_friction else None))
         if key is not None:  # (None: a bad smooth_kind, reported below)
-            out = single(K, native, key, q, qd, qdd)
+            out = single(model, K, backend, key, q, qd, qdd)
             if out is not None:
                 return out
+    native = library(model, K, backend)
     variant = friction_variant(smooth, smooth_kind) if use_friction else None  # reported before anything runs
     batch, values, load = validate(model, {"q": q, "qd": qd, "qdd": qdd}, wrench, wrench_frame)
     if breakdown:
