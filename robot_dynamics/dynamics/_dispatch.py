@@ -111,7 +111,7 @@ def library(model: RobotModel, K: ModelKernels, backend: str | None) -> Compiled
     if backend is None:
         if K.native is not None:
             return K.native
-        if K.pinned_python or _default == "python":
+        if K.pinned_python or _default == "python":  # the value default_backend() settled on
             return None
         backend = default_backend()
     if check_backend(backend) == "python":
@@ -184,7 +184,7 @@ def single(model: RobotModel, K: ModelKernels, backend: str | None, key: KernelK
     cases of :func:`library` are decided inline.)"""
     if backend is None and K.native is not None:
         native: CompiledLibrary | None = K.native
-    elif backend is None and (K.pinned_python or _default == "python"):
+    elif backend is None and (K.pinned_python or _default == "python"):  # (_default: default_backend()'s)
         native = None
     else:
         native = library(model, K, backend)

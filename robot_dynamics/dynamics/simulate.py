@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import StateError
 from ..model import FloatArray, RobotModel
@@ -24,7 +24,7 @@ from ._state import states
 from .forward import forward_dynamics
 from .stick_slip import integrate
 
-TorqueFunction = Callable[[float, FloatArray, FloatArray], Any]
+TorqueFunction = Callable[[float, FloatArray, FloatArray], ArrayLike]
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,7 +49,11 @@ class SimulationResult:
     tau: FloatArray
 
 
-def _torque_function(model: RobotModel, torque: Any) -> TorqueFunction:
+Torque = ArrayLike | TorqueFunction | TorqueProfile | tuple[ArrayLike, ArrayLike] | None
+"""A constant ``(n,)``, a callable ``torque(t, q, qd)``, a profile or ``(times, values)``; ``None``: zero."""
+
+
+def _torque_function(model: RobotModel, torque: Torque) -> TorqueFunction:
     n = model.dof
     if torque is None:
         zero = np.zeros(n)
@@ -84,13 +88,13 @@ def _applied(function: TorqueFunction, t: float, q: FloatArray, qd: FloatArray, 
 
 def simulate(
     model: RobotModel,
-    q0: Any,
-    qd0: Any,
-    torque: Any,
+    q0: ArrayLike,
+    qd0: ArrayLike,
+    torque: Torque,
     duration: float,
     *,
     dt: float = 0.01,
-    t_eval: Any = None,
+    t_eval: ArrayLike | None = None,
     friction: bool = True,
     method: str = "DOP853",
     rtol: float = 1e-9,
@@ -102,7 +106,7 @@ def simulate(
 
     Samples at ``t_eval`` (ascending, from 0) or every ``dt`` (``0, dt, ..., duration``). ``method``,
     ``rtol``, ``atol`` and ``max_step`` go to ``solve_ivp``. ``backend`` ("python", "native" or
-    ``None``, see :mod:`.native`) evaluates the frictionless forward dynamics; the stick–slip
+    ``None``, see :mod:`._dispatch`) evaluates the frictionless forward dynamics; the stick–slip
     integrator uses the model's prepared backend.
     """
     from scipy.integrate import solve_ivp  # SciPy's integrators load in ~0.2 s: only when simulating
