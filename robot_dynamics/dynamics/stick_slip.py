@@ -42,6 +42,10 @@ At the event the stopping joint's velocity is set to exactly 0 and the modes of 
 are decided again by the active set. Stuck joints have ``qd_i = qdd_i = 0`` exactly: there is no
 chattering and no stiff regularisation. Events are armed a negligible ``1e-10 (1 + |t|)`` after a
 segment starts so a degenerate decision (torque exactly at a limit) cannot stall the integrator.
+
+One module of ~560 lines on purpose: the batch solver (``_System``) and the event-driven integrator
+(``_Segment``, :func:`integrate`) share the mode state (stuck set, directions, stick interval) and its
+tolerances; split in two, each half would import the other's private names.
 """
 
 from __future__ import annotations
