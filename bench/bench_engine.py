@@ -10,7 +10,8 @@ CPython extension module) and the **default path** (``backend=None`` on a model 
 binding (``rnea``, ``crba``, ``aba``), for PUMA 560 (6 DoF, DH), UR5 (6 DoF, URDF) and Panda (7 DoF,
 URDF). Batch: N states in one call of ours vs Pinocchio called in a Python loop (throughput ratio =
 how many times faster we are). Times are the minimum over repeats (the machine is shared).
-``--generated`` adds the symbolic package's generated C (``inverse_dynamics(..., backend="generated")``).
+``--generated`` adds the symbolic package's generated C
+(``robot_dynamics.symbolic.get_backend(model).inverse_dynamics``).
 
 The default path's first call builds the model's library (or loads it from the cache, see
 docs/engine.md); that first-use cost is printed, then the timed calls follow.
@@ -37,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import robot_dynamics as rd
 from robot_dynamics.dynamics import native
+from robot_dynamics.symbolic import get_backend
 
 ROBOTS = Path(
     str(
@@ -136,8 +138,8 @@ def measure(name: str, states: int, generated: bool) -> tuple[list[Row], str]:
         lambda: pin.rnea(pm, data, q, qd, qdd),
     )
     if generated:
-        rd.inverse_dynamics(model, q, qd, qdd, friction=False, backend="generated")  # generate + compile once
-        times = best(lambda: rd.inverse_dynamics(model, q, qd, qdd, friction=False, backend="generated"), number)
+        generated_id = get_backend(model).inverse_dynamics  # generate + compile once
+        times = best(lambda: generated_id(q, qd, qdd), number)
         rows.append(
             Row(
                 name,
@@ -185,7 +187,7 @@ def measure(name: str, states: int, generated: bool) -> tuple[list[Row], str]:
         default = best(lambda ours=ours: ours(None), 1, 7)
         rows.append(Row(name, f"{what}, {states} states", python, fast, default, best(theirs, 1, 3), True))
     if generated:
-        gen = best(lambda: rd.inverse_dynamics(model, Q, QD, QDD, friction=False, backend="generated"), 1, 5)
+        gen = best(lambda: get_backend(model).inverse_dynamics(Q, QD, QDD), 1, 5)
         rows.append(
             Row(name, f"  ID, {states} states, generated (native col.)", None, gen, None, rows[-3].pinocchio, True)
         )

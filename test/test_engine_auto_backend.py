@@ -25,7 +25,8 @@ from engine_reference import EXAMPLE_ROBOTS, URDF_ARMS, random_states
 
 import robot_dynamics as rd
 from robot_dynamics import _native
-from robot_dynamics.dynamics import native
+from robot_dynamics.dynamics import _dispatch, native
+from robot_dynamics.dynamics._kernel_key import KernelKey
 from robot_dynamics.errors import StateError
 from robot_dynamics.model import RobotModel
 
@@ -76,7 +77,7 @@ def _run(cache: Path, name: str = "fu_two_link", **env: str) -> tuple[dict[str, 
 
 
 def _start(cache: Path, name: str, barrier: str, index: int, **env: str) -> subprocess.Popen[str]:
-    environment = {k: v for k, v in os.environ.items() if k not in (_native.BACKEND_ENV, native.BACKEND_ENV)}
+    environment = {k: v for k, v in os.environ.items() if k not in (_native.BACKEND_ENV, _dispatch.BACKEND_ENV)}
     environment.update({"PYTHONPATH": str(REPO), _native.CACHE_ENV: str(cache), **env})
     return subprocess.Popen(
         [sys.executable, "-c", SCRIPT, name, barrier, str(index)],
@@ -225,7 +226,7 @@ def test_the_extension_checks_its_arguments() -> None:
     library = native.load(model)
     if library is None:
         pytest.skip("no C compiler on this machine")
-    call = library.inverse[(library.motors, None)]
+    call = library.single[KernelKey.rnea(motor=library.motors)]
     q, qd, qdd = random_states(4243, 6, 1)
     assert call(q[0], qd[0], qdd[0][:5]) is None  # wrong length: the caller's general path reports
     assert call(q[0], qd[0], qdd[0].astype(np.float32)) is None  # another dtype: converted by the caller
@@ -236,7 +237,7 @@ def test_the_extension_checks_its_arguments() -> None:
         call(q[0], qd[0], "abcdef", out)
     with pytest.raises(TypeError, match="out is not a writable float64 buffer of 6 values"):
         call(q[0], qd[0], qdd[0], np.empty(5))
-    batch = library.batch[library.key(native.rnea_key(motor=library.motors))]
+    batch = library.batch[KernelKey.rnea(motor=library.motors)]
     with pytest.raises(ValueError, match="argument 1 holds 12 values, expected 3 x 6"):
         batch._function(np.zeros((3, 6)), np.zeros((2, 6)), np.zeros((3, 6)), np.empty((3, 6)))
     with pytest.raises(TypeError, match="expected 4 arguments, got 3"):

@@ -130,20 +130,28 @@ def test_sincos_accuracy() -> None:
     assert np.array_equal(sincos(big)[0], np.sin(big))
 
 
-def test_generated_backend_matches_the_numeric_engine(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """``backend="generated"`` hands the rigid-body part to the symbolic package's generated code; the
-    tool wrench, the motor-inertia switch, friction and the breakdown are added by the engine."""
+def test_generated_code_is_not_an_engine_backend(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``backend="generated"`` is refused by every engine function with a pointer to the symbolic
+    package; its ``get_backend(model)`` gives the rigid-body torques plus the model's motor inertia,
+    equal to the engine's frictionless inverse dynamics."""
     backend = pytest.importorskip("robot_dynamics.symbolic.backend")
     monkeypatch.setattr(backend, "cache_dir", lambda: tmp_path)
     scara = rd.load_robot("scara")
     motors = tuple(replace(j, motor=Motor(2e-4, 40.0 + 10 * i)) for i, j in enumerate(scara.joints))
     model = scara.with_changes(joints=motors, motor_inertia_in_d=True)
     q, qd, qdd = random_states(73, 3, 20)
-    w = np.random.default_rng(74).normal(0, 3, 6)
-    for kwargs in ({}, {"wrench": w}, {"motor_inertia": False, "friction": False}):
-        generated = rd.inverse_dynamics(model, q, qd, qdd, backend="generated", **kwargs)
-        assert np.abs(generated - rd.inverse_dynamics(model, q, qd, qdd, **kwargs)).max() < 1e-12, kwargs
-    parts = rd.inverse_dynamics(model, q[0], qd[0], qdd[0], backend="generated", breakdown=True, wrench=w)
-    numeric = rd.inverse_dynamics(model, q[0], qd[0], qdd[0], breakdown=True, wrench=w)
-    for name in ("total", "inertial", "coriolis_centrifugal", "gravity", "friction", "motor_inertia", "tool_wrench"):
-        assert np.abs(getattr(parts, name) - getattr(numeric, name)).max() < 1e-12, name
+    for call in (
+        lambda: rd.inverse_dynamics(model, q, qd, qdd, backend="generated"),
+        lambda: rd.inverse_dynamics(model, q[0], qd[0], qdd[0], backend="generated", breakdown=True),
+        lambda: rd.forward_dynamics(model, q[0], qd[0], qdd[0], backend="generated"),
+        lambda: rd.inertia_matrix(model, q, backend="generated"),
+        lambda: rd.gravity_torques(model, q[0], backend="generated"),
+    ):
+        with pytest.raises(StateError, match=r"'generated' is not an engine backend.*symbolic\.get_backend\(model\)"):
+            call()
+    from robot_dynamics.symbolic import get_backend
+
+    for motor_inertia in (None, False):
+        generated = get_backend(model, motor_inertia=motor_inertia).inverse_dynamics(q, qd, qdd)
+        numeric = rd.inverse_dynamics(model, q, qd, qdd, friction=False, motor_inertia=motor_inertia)
+        assert np.abs(generated - numeric).max() < 1e-12, motor_inertia

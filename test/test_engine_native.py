@@ -26,11 +26,11 @@ from engine_reference import (
 
 import robot_dynamics as rd
 from robot_dynamics import _native
-from robot_dynamics.dynamics import _c_codegen, native
+from robot_dynamics.dynamics import _c_codegen, _dispatch, native
 from robot_dynamics.dynamics._kernels import kernels
+from robot_dynamics.dynamics.stick_slip import forward_dynamics_with_friction
 from robot_dynamics.errors import StateError
 from robot_dynamics.friction import apply_friction
-from robot_dynamics.friction.sticking import forward_dynamics_with_friction
 from robot_dynamics.model import DHRow, DHTable, Inertial, RobotModel, from_dh
 
 TOL = 1e-12
@@ -265,9 +265,9 @@ def test_native_input_checks_and_odd_inputs(cache: Path) -> None:
         rd.inverse_dynamics(model, q[0], qd[0], bad, backend="native")
     with pytest.raises(StateError, match=r"q: expected shape \(6,\) or \(N, 6\)"):
         rd.inertia_matrix(model, np.zeros(5), backend="native")
-    with pytest.raises(StateError, match="backend: expected None, 'python', 'native' or 'generated', got 'fast'"):
+    with pytest.raises(StateError, match="backend: expected None, 'python' or 'native', got 'fast'"):
         rd.inertia_matrix(model, q[0], backend="fast")
-    with pytest.raises(StateError, match="'generated' is available for inverse_dynamics only"):
+    with pytest.raises(StateError, match="'generated' is not an engine backend"):
         rd.forward_dynamics(model, q[0], qd[0], qdd[0], backend="generated")
     massless = from_dh("massless", DHTable("standard", (DHRow("revolute", 1.0, 0.0, 0.0, 0.0),)), [Inertial()])
     for call in (
@@ -305,9 +305,8 @@ def test_threads_use_their_own_buffers(cache: Path) -> None:
 
 
 def test_backend_selection(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(native, "_default_checked", [False])
-    monkeypatch.setattr(native, "_default", ["python"])
-    monkeypatch.delenv(native.BACKEND_ENV, raising=False)
+    monkeypatch.setattr(_dispatch, "_default", None)
+    monkeypatch.delenv(_dispatch.BACKEND_ENV, raising=False)
     monkeypatch.setenv(_native.BACKEND_ENV, "python")  # the default is "auto" (test_engine_auto_backend.py)
     model = rd.load_robot("puma560")
     K = kernels(model)
@@ -331,15 +330,14 @@ def test_backend_selection(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None
         assert kernels(pinned).native_library is None  # pinned to Python despite the default
     finally:
         rd.set_default_backend(previous)
-    with pytest.raises(StateError, match="process default can be 'python' or 'native'"):
+    with pytest.raises(StateError, match="process default can be 'python', 'native' or 'auto'"):
         rd.set_default_backend("generated")
     with pytest.raises(StateError, match="backend: expected"):
         rd.prepare(model, "cuda")
-    monkeypatch.setattr(native, "_default_checked", [False])
-    monkeypatch.setattr(native, "_default", ["python"])
-    monkeypatch.setenv(native.BACKEND_ENV, "native")
+    monkeypatch.setattr(_dispatch, "_default", None)
+    monkeypatch.setenv(_dispatch.BACKEND_ENV, "native")
     assert rd.default_backend() == "native"
-    monkeypatch.setattr(native, "_default", ["python"])
+    monkeypatch.setattr(_dispatch, "_default", "python")
 
 
 def test_cache_is_reused_and_keyed_by_the_model(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Stick-slip forward dynamics and integration (robot_dynamics.friction.sticking).
+"""Stick-slip forward dynamics and integration (robot_dynamics.dynamics.stick_slip).
 
 Analytic checks on a single joint (Coulomb stop time, stiction hold, break-away, ramp), a brute-force
 enumeration of the coupled stick/slip modes at rest, the forward/inverse round trip with bearing and
@@ -14,9 +14,9 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from robot_dynamics.dynamics import inertia_matrix, rnea_with_reactions
+from robot_dynamics.dynamics.stick_slip import forward_dynamics_with_friction, integrate, solve_stick_slip
 from robot_dynamics.errors import StateError
 from robot_dynamics.friction import apply_friction, friction_torques
-from robot_dynamics.friction.sticking import forward_dynamics_with_friction, integrate, solve_stick_slip
 from robot_dynamics.model import (
     BearingFriction,
     Inertial,

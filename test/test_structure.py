@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "trajectory": 0,
     "_native": 0,
+    "_sources": 0,
     "models": 1,
     "friction": 1,
     "payload": 1,
@@ -70,25 +71,9 @@ ROS_SUFFIXES = ("_msgs", "_srvs", "_interfaces")
 
 #: Today's violations (names without the ``robot_dynamics.`` prefix); see the module docstring.
 KNOWN_VIOLATIONS: dict[str, str] = {
-    # -- import cycles (the modules of one strongly connected component) --------------------------
-    "cycle: dynamics, dynamics._kernels, dynamics.coefficients, dynamics.energy, dynamics.forward, "
-    "dynamics.inverse, dynamics.native, dynamics.simulate, friction.sticking": (
-        "friction/sticking.py is forward dynamics with friction but lives in friction/ and imports "
-        "dynamics back; _kernels imports cholesky_solve from forward and native from native"
-    ),
-    "cycle: symbolic.backend, symbolic.codegen_c": (
-        "codegen_c re-exports backend.load_library while backend imports codegen_c to generate code"
-    ),
-    # -- imports from a lower layer to a higher one ------------------------------------------------
-    "layer: dynamics.inverse -> symbolic.backend": (
-        "inverse_dynamics(backend='generated') runs the symbolic package's generated code"
-    ),
-    "layer: friction.sticking -> dynamics": "stick-slip forward dynamics (friction/) calls the engine",
     # -- modules over 400 lines without a stated reason --------------------------------------------
     "size: model": "RobotModel, its frames, DH conversion and validation in one module",
-    "size: friction.sticking": "stick-slip forward dynamics and its integrator in one module",
-    "size: dynamics._c_codegen": "the C emitter of the traced programs, friction translator included",
-    "size: dynamics.native": "native backend: key, cache, compile, load and the batch entry points",
+    "size: dynamics._c_codegen": "the C emitter of the traced programs (comparisons, selects, calls, tables)",
     "size: symbolic.schedule": "the parallel schedule of the closed forms with its report",
     "size: symbolic.newton_euler": "the symbolic Newton-Euler recursion and its program builder",
     "size: cli.bag": "the evaluate, replay, demo and make-sample-bag commands in one module",

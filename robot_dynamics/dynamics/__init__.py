@@ -8,16 +8,19 @@ One algorithm per module:
 * :mod:`.lagrange_euler` the reference Lagrange–Euler formulation (Fu 3.2, U_ij, U_ijk, J_i);
 * :mod:`.coefficients` D, h, h_ikm, Christoffel C, c, ROBMAT's M, B, C, G;
 * :mod:`.inverse` inverse dynamics with friction, tool wrench and breakdown;
-* :mod:`.forward` forward dynamics (Cholesky); :mod:`.simulate` integration (solve_ivp);
+* :mod:`.forward` forward dynamics (:mod:`.cholesky`; with friction :mod:`.stick_slip`);
+  :mod:`.simulate` integration (solve_ivp, or the stick–slip integrator);
 * :mod:`.energy` kinetic and potential energy.
 
 Every function takes one state ``(n,)`` or a batch ``(N, n)``. The recursive algorithms are compiled
 per model into straight-line programs with the model's constants folded in (:mod:`._trace`,
 :mod:`._kernels`): Python floats for one state, NumPy arrays for a batch — or, with the native
 backend (:mod:`.native`: ``backend="native"``, :func:`prepare`, :func:`set_default_backend`), C
-compiled from the same programs.
+compiled from the same programs. :mod:`._dispatch` is the one place that picks the backend and the
+program (:class:`~._kernel_key.KernelKey`) of a call, validates and evaluates.
 """
 
+from ._dispatch import default_backend, prepare, set_default_backend
 from .coefficients import (
     RobmatCoefficients,
     coriolis_centrifugal,
@@ -31,7 +34,6 @@ from .energy import kinetic_energy, potential_energy
 from .forward import forward_dynamics
 from .inverse import InverseDynamicsBreakdown, inverse_dynamics, rnea_with_reactions
 from .kinematics import com_positions, forward_kinematics, frame_poses, jacobian
-from .native import default_backend, prepare, set_default_backend
 from .simulate import SimulationResult, TorqueProfile, simulate
 
 __all__ = [

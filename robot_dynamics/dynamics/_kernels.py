@@ -1,36 +1,47 @@
 """Per-model compiled programs of the engine's algorithms, and how to run them on states.
 
-``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.forward`) for one model
+``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.cholesky`) for one model
 on first use, folding its constants (:mod:`._trace`), and caches the compiled programs on the model
-object; inverse dynamics with friction is Newton–Euler with the friction package's program traced
-onto its torques and reactions (:mod:`._friction_trace`). ``run(kernel, batch, values)`` evaluates
-one state with Python floats or a batch with NumPy arrays, ``CHUNK`` samples at a time (one ufunc per
-operation and chunk: vectorised over samples, joints unrolled; the chunk keeps the working set in
-cache). ``evaluate(K, native, key, ...)`` runs a kernel on the model's native library when one is in
-use (:mod:`.native`), else as Python.
+object, by :class:`~._kernel_key.KernelKey`; inverse dynamics with friction is Newton–Euler with the
+friction package's program traced onto its torques and reactions (:mod:`._friction_trace`).
+``run(kernel, batch, values)`` evaluates one state with Python floats or a batch with NumPy arrays,
+``CHUNK`` samples at a time (one ufunc per operation and chunk: vectorised over samples, joints
+unrolled; the chunk keeps the working set in cache). Which backend runs a program is decided by
+:mod:`._dispatch`.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
+from ..friction import needs_reactions
+from ..friction.parameters import friction_parameters
 from ..model import FloatArray, RobotModel
 from ._chain import Chain, chain_of
+from ._friction_trace import FUNCTIONS, trace_friction
+from ._kernel_key import FrictionVariant, KernelKey
 from ._sincos import sincos
 from ._trace import Kernel, Scalar, Tape
 from ._vector import Vec3
+from .cholesky import cholesky_solve
 from .crba import composite_inertia_matrix
 from .rnea import newton_euler
 
-if TYPE_CHECKING:
-    from .native import NativeModel
-
 CHUNK = 4096
+
+
+class CompiledLibrary(Protocol):
+    """What the dispatch needs of a model's compiled library (:class:`.native.NativeModel`)."""
+
+    fast: dict[KernelKey, Callable[..., FloatArray | None]]  # one state: None hands over to validation
+
+    def run(self, key: KernelKey, batch: bool, values: Sequence[Any]) -> FloatArray | None: ...
+
 
 _CACHE: dict[int, tuple[weakref.ref[RobotModel], ModelKernels]] = {}  # by id(model), dropped with the model
 _LOCK = threading.Lock()
@@ -45,50 +56,56 @@ class ModelKernels:
         self.has_friction = model.has_friction
         self.motor_inertia_in_d = model.motor_inertia_in_d
         self.reflected_motor_inertia: FloatArray = np.array(model.arrays.reflected_motor_inertia)
-        self._built: dict[tuple[Any, ...], Kernel] = {}
+        self._built: dict[KernelKey, Kernel] = {}
         self._lock = threading.Lock()
         self._needs_reactions: bool | None = None
-        self.generated_backend: Any = None  # the symbolic package's backend, once asked for
-        self.native: NativeModel | None = None  # the backend=None library, set by native.prepare
-        self.native_library: NativeModel | bool | None = None  # loaded library; False: unavailable
-        self.pinned_python = False  # native.prepare(model, "python"): backend=None stays Python
+        self.native: CompiledLibrary | None = None  # the backend=None library, set by _dispatch.prepare
+        self.native_library: CompiledLibrary | bool | None = None  # loaded library; False: unavailable
+        self.pinned_python = False  # _dispatch.prepare(model, "python"): backend=None stays Python
         self._model = weakref.ref(model)
 
     def needs_reactions(self, model: RobotModel) -> bool:
         """Whether the model's friction needs the joint reactions (load-dependent bearing friction)."""
         if self._needs_reactions is None:
-            from ..friction import needs_reactions
-
             self._needs_reactions = bool(needs_reactions(model))
         return self._needs_reactions
 
-    def kernel(self, key: tuple[Any, ...]) -> Kernel:
-        """The kernel of a key: ``("rnea", velocity, acceleration, gravity, motor, load, reactions)``,
-        ``("inertia", motor)``, ``("forward", motor, load)`` or ``("coriolis_tensor",)``. (Inverse dynamics
-        with friction: :meth:`inverse_friction`.)"""
+    def kernel(self, key: KernelKey) -> Kernel:
+        """The program of ``key`` (built on first use). Inverse dynamics with friction may not be
+        traceable: :meth:`program` returns ``None`` for it, this raises ``KeyError``."""
         found = self._built.get(key)
         if found is not None:
             return found
-        kind = key[0]
+        found = self.program(key)
+        if found is None:
+            raise KeyError(f"the friction program of {key!r} cannot be traced")
+        return found
+
+    def program(self, key: KernelKey) -> Kernel | None:
+        """The program of ``key``, or ``None`` for a friction program outside the traceable subset."""
+        found = self._built.get(key)
+        if found is not None:
+            return found
+        kind = key.kind
         if kind == "rnea":
-            velocity, acceleration, gravity, motor, load, reactions = key[1:]
             return self.rnea(
-                velocity=velocity,
-                acceleration=acceleration,
-                gravity=gravity,
-                motor=motor,
-                load=load,
-                reactions=reactions,
+                velocity=key.velocity,
+                acceleration=key.acceleration,
+                gravity=key.gravity,
+                motor=key.motor,
+                load=key.load,
+                reactions=key.reactions,
             )
         if kind == "inertia":
-            return self.inertia(key[1])
+            return self.inertia(key.motor)
         if kind == "forward":
-            return self.forward(key[1], key[2])
+            return self.forward(key.motor, key.load)
         if kind == "coriolis_tensor":
             return self.coriolis_tensor()
-        raise KeyError(f"unknown kernel {key!r}")
+        assert key.friction is not None  # kind "id_friction" (KernelKey checks the pairing)
+        return self.inverse_friction(key.motor, key.load, key.friction)
 
-    def _get(self, key: tuple[Any, ...], build: Any) -> Kernel:
+    def _get(self, key: KernelKey, build: Callable[[], Kernel]) -> Kernel:
         kernel = self._built.get(key)
         if kernel is None:
             with self._lock:
@@ -114,7 +131,9 @@ class ModelKernels:
         Arguments of the program: ``q``, then ``qd`` / ``qdd`` / ``w`` (the tool load, 6) if enabled.
         A disabled velocity or acceleration is the constant 0, folded away.
         """
-        key = ("rnea", velocity, acceleration, gravity, motor, load, reactions)
+        key = KernelKey.rnea(
+            velocity=velocity, acceleration=acceleration, gravity=gravity, motor=motor, load=load, reactions=reactions
+        )
         found = self._built.get(key)
         if found is not None:
             return found
@@ -145,19 +164,16 @@ class ModelKernels:
             tau = [t + jm * a for t, jm, a in zip(tau, self.reflected_motor_inertia.tolist(), qdd, strict=True)]
         return qd, tau, f, m
 
-    def inverse_friction(self, motor: bool, load: bool, variant: str) -> Kernel:
+    def inverse_friction(self, motor: bool, load: bool, variant: FrictionVariant) -> Kernel:
         """Inverse dynamics with friction, ``tau + b`` (arguments q, qd, qdd[, w]): Newton–Euler (with
         ``G^2 Jm qdd`` when ``motor``) and the friction package's program for ``variant`` ("exact",
         "tanh" or "linear") traced onto its torques and reactions."""
-        key = ("id_friction", motor, load, variant)
+        key = KernelKey.inverse_friction(motor, load, variant)
         found = self._built.get(key)
         if found is not None:
             return found
 
         def build() -> Kernel:
-            from ..friction.parameters import friction_parameters
-            from ._friction_trace import FUNCTIONS, trace_friction
-
             model = self._model()
             assert model is not None  # the kernels are dropped with their model
             p = friction_parameters(model)
@@ -178,14 +194,12 @@ class ModelKernels:
             D = composite_inertia_matrix(self.chain, tape.input("q", self.n), motor)
             return tape.compile("inertia", [d for row in D for d in row])
 
-        return self._get(("inertia", motor), build)
+        return self._get(KernelKey.inertia(motor), build)
 
     def forward(self, motor: bool, load: bool) -> Kernel:
         """qdd = D^-1 (tau - h - c [- J^T w]) with a Cholesky factorisation; arguments q, qd, tau[, w]."""
 
         def build() -> Kernel:
-            from .forward import cholesky_solve
-
             tape = Tape()
             n = self.n
             q, qd, tau = tape.input("q", n), tape.input("qd", n), tape.input("tau", n)
@@ -196,7 +210,7 @@ class ModelKernels:
             qdd = cholesky_solve(D, [t - b for t, b in zip(tau, bias, strict=True)])
             return tape.compile("forward", qdd)
 
-        return self._get(("forward", motor, load), build)
+        return self._get(KernelKey.forward(motor, load), build)
 
     # -- velocity coupling ----------------------------------------------------------------------
     def coriolis_tensor(self) -> Kernel:
@@ -228,7 +242,7 @@ class ModelKernels:
                         H[(i * n + k) * n + m] = H[(i * n + m) * n + k] = value
             return tape.compile("coriolis_tensor", H)
 
-        return self._get(("coriolis_tensor",), build)
+        return self._get(KernelKey.coriolis_tensor(), build)
 
 
 def kernels(model: RobotModel) -> ModelKernels:
@@ -249,18 +263,6 @@ def kernels(model: RobotModel) -> ModelKernels:
 
         _CACHE[key] = (weakref.ref(model, forget), found)
         return found
-
-
-def evaluate(
-    K: ModelKernels, native: NativeModel | None, key: tuple[Any, ...], batch: bool, values: Sequence[Any]
-) -> FloatArray:
-    """Kernel ``key`` on validated values: on the native library if given (and it holds the kernel),
-    else the Python program (:func:`run`)."""
-    if native is not None:
-        out = native.run(key, batch, values)
-        if out is not None:
-            return out
-    return run(K.kernel(key), batch, values)
 
 
 def run(kernel: Kernel, batch: bool, values: Sequence[Any]) -> FloatArray:

@@ -15,85 +15,51 @@ Newton–Euler velocity terms with unit velocities (exact: h is a quadratic form
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..model import FloatArray, RobotModel
-from ._kernels import evaluate, kernels
-from ._state import fast_single, states
-from .inverse import _native_backend
+from ._dispatch import CORIOLIS_TENSOR, GRAVITY, INERTIA, VELOCITY, general, single
+from ._kernels import kernels
+from ._state import states
 
 
 def inertia_matrix(
-    model: RobotModel, q: Any, *, motor_inertia: bool | None = None, backend: str | None = None
+    model: RobotModel, q: ArrayLike, *, motor_inertia: bool | None = None, backend: str | None = None
 ) -> FloatArray:
     """``D(q)`` ``(..., n, n)``, symmetric positive definite; includes ``G^2 Jm`` on the diagonal when
-    ``motor_inertia`` (default ``model.motor_inertia_in_d``). ``backend``: see :mod:`.native`."""
+    ``motor_inertia`` (default ``model.motor_inertia_in_d``). ``backend``: see :mod:`._dispatch`."""
     K = kernels(model)
-    motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
-    native = K.native if backend is None and K.native is not None else _native_backend(model, K, backend)
-    n = K.n
-    if native is not None:
-        out = native.inertia[motor](q)
-        if out is not None:
-            return out  # (n, n)
-    else:
-        lists = fast_single(n, q)
-        if lists is not None:  # one state: the Python-float program
-            return np.array(K.inertia(motor).scalar(*lists)).reshape(n, n)
-    batch, values = states(model, q=q)
-    out = evaluate(K, native, ("inertia", motor), batch, values)
-    return out.reshape(*out.shape[:-1], n, n)
+    key = INERTIA[K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)]
+    out = single(model, K, backend, key, q)  # (the native entry returns D as a matrix)
+    if out is None:
+        return general(model, K, backend, key, 2, q=q)
+    return out if out.ndim == 2 else out.reshape(K.n, K.n)
 
 
-_GRAVITY = ("rnea", False, False, True, False, False, False)
-_VELOCITY = ("rnea", True, False, False, False, False, False)
-
-
-def coriolis_centrifugal(model: RobotModel, q: Any, qd: Any, *, backend: str | None = None) -> FloatArray:
+def coriolis_centrifugal(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``h(q, qd)`` ``(..., n)``: the Coriolis and centrifugal torques."""
     K = kernels(model)
-    native = K.native if backend is None and K.native is not None else _native_backend(model, K, backend)
-    if native is not None:
-        out = native.velocity_terms(q, qd)
-        if out is not None:
-            return out
-    else:
-        lists = fast_single(K.n, q, qd)
-        if lists is not None:
-            return np.array(K.kernel(_VELOCITY).scalar(*lists))
-    batch, values = states(model, q=q, qd=qd)
-    return evaluate(K, native, _VELOCITY, batch, values)
+    out = single(model, K, backend, VELOCITY, q, qd)
+    return out if out is not None else general(model, K, backend, VELOCITY, q=q, qd=qd)
 
 
-def gravity_torques(model: RobotModel, q: Any, *, backend: str | None = None) -> FloatArray:
+def gravity_torques(model: RobotModel, q: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``c(q)`` ``(..., n)``: the gravity loading (``model.gravity``)."""
     K = kernels(model)
-    native = K.native if backend is None and K.native is not None else _native_backend(model, K, backend)
-    if native is not None:
-        out = native.gravity(q)
-        if out is not None:
-            return out
-    else:
-        lists = fast_single(K.n, q)
-        if lists is not None:
-            return np.array(K.kernel(_GRAVITY).scalar(*lists))
-    batch, values = states(model, q=q)
-    return evaluate(K, native, _GRAVITY, batch, values)
+    out = single(model, K, backend, GRAVITY, q)
+    return out if out is not None else general(model, K, backend, GRAVITY, q=q)
 
 
-def coriolis_tensor(model: RobotModel, q: Any, *, backend: str | None = None) -> FloatArray:
+def coriolis_tensor(model: RobotModel, q: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``h_ikm`` ``(..., n, n, n)`` (index order i, k, m), ``h_i = sum_km h_ikm qd_k qd_m``."""
     K = kernels(model)
-    native = _native_backend(model, K, backend)
-    batch, values = states(model, q=q)
-    out = evaluate(K, native, ("coriolis_tensor",), batch, values)
-    n = model.dof
-    return out.reshape(*out.shape[:-1], n, n, n)
+    out = single(model, K, backend, CORIOLIS_TENSOR, q)
+    return general(model, K, backend, CORIOLIS_TENSOR, 3, q=q) if out is None else out.reshape(K.n, K.n, K.n)
 
 
-def coriolis_matrix(model: RobotModel, q: Any, qd: Any, *, backend: str | None = None) -> FloatArray:
+def coriolis_matrix(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``C(q, qd)`` ``(..., n, n)`` in Christoffel form: ``C qd = h`` and ``dD/dt - 2C`` skew-symmetric."""
     _, (qs, qds) = states(model, q=q, qd=qd)
     H = coriolis_tensor(model, np.asarray(qs), backend=backend)
@@ -114,7 +80,7 @@ class RobmatCoefficients:
     G: FloatArray
     pairs: tuple[tuple[int, int], ...]  # (j, k), 0-based, j < k, in ROBMAT's column order
 
-    def torque(self, qd: Any, qdd: Any) -> FloatArray:
+    def torque(self, qd: ArrayLike, qdd: ArrayLike) -> FloatArray:
         """``M qdd + 2 B [qd qd] + C [qd^2] + G`` for matching ``qd``, ``qdd``."""
         v = np.asarray(qd, dtype=float)
         products = np.stack([v[..., j] * v[..., k] for j, k in self.pairs], axis=-1) if self.pairs else v[..., :0]
@@ -127,7 +93,7 @@ class RobmatCoefficients:
 
 
 def robmat_coefficients(
-    model: RobotModel, q: Any, *, motor_inertia: bool | None = None, backend: str | None = None
+    model: RobotModel, q: ArrayLike, *, motor_inertia: bool | None = None, backend: str | None = None
 ) -> RobmatCoefficients:
     """ROBMAT's M, B, C, G (Horn & Linge §4.2) from D, the Christoffel symbols h_ijk and c."""
     _, (qs,) = states(model, q=q)

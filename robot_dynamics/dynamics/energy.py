@@ -7,9 +7,8 @@ P = -sum_i m_i g . r_i(q)  (r_i the centre of mass of link i, g the gravity vect
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..model import FloatArray, RobotModel
 from ._state import as_batch, states
@@ -17,7 +16,7 @@ from .coefficients import inertia_matrix
 from .kinematics import com_positions
 
 
-def kinetic_energy(model: RobotModel, q: Any, qd: Any, *, motor_inertia: bool | None = None) -> FloatArray:
+def kinetic_energy(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, motor_inertia: bool | None = None) -> FloatArray:
     """``1/2 qd^T D qd``: a float for one state, ``(N,)`` for a batch."""
     batch, values = states(model, q=q, qd=qd)
     qb, qdb = as_batch(batch, values)
@@ -26,7 +25,7 @@ def kinetic_energy(model: RobotModel, q: Any, qd: Any, *, motor_inertia: bool | 
     return energy if batch else energy[0]
 
 
-def potential_energy(model: RobotModel, q: Any) -> FloatArray:
+def potential_energy(model: RobotModel, q: ArrayLike) -> FloatArray:
     """``-sum m_i g . r_i``: a float for one state, ``(N,)`` for a batch (zero at the base origin)."""
     batch, (qs,) = states(model, q=q)
     qb = as_batch(batch, [qs])[0]

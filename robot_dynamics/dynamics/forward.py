@@ -2,67 +2,31 @@
 
 The frictionless path is one compiled program per model (:mod:`._kernels`): D by the composite
 rigid-body algorithm, ``h + c`` by Newton–Euler with ``qdd = 0``, then ``D = L L^T`` and two triangular
-solves (:func:`cholesky_solve`, written over generic scalars so it is traced with the rest). The
-native backend runs the same steps in C (:func:`._c_codegen.forward_function`).
+solves (:func:`.cholesky.cholesky_solve`, written over generic scalars so it is traced with the rest). The
+native backend runs the same steps in C (:func:`._c_codegen.forward_function`). With friction the
+stick–slip solver (:mod:`.stick_slip`) decides which joints stick.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import StateError
 from ..model import FloatArray, RobotModel
-from ._kernels import evaluate, kernels
-from ._state import fast_single
-from ._trace import Scalar, sqrt
-from .inverse import WrenchFrame, _native_backend, _validate
-
-
-def cholesky_solve(D: Sequence[Sequence[Scalar]], rhs: Sequence[Scalar]) -> list[Scalar]:
-    """Solve ``D x = rhs`` for symmetric positive definite ``D`` = L L^T (generic scalars).
-
-    ``L_jj = sqrt(D_jj - sum_k<j L_jk^2)``, ``L_ij = (D_ij - sum_k<j L_ik L_jk) / L_jj``; then
-    ``L y = rhs`` forward and ``L^T x = y`` backward.
-    """
-    n = len(rhs)
-    L: list[list[Scalar]] = [[0.0] * n for _ in range(n)]
-    inv_diag: list[Scalar] = [0.0] * n
-    for j in range(n):
-        pivot = D[j][j]
-        for k in range(j):
-            pivot = pivot - L[j][k] * L[j][k]
-        L[j][j] = sqrt(pivot)
-        inv_diag[j] = 1.0 / L[j][j]
-        for i in range(j + 1, n):
-            s = D[i][j]
-            for k in range(j):
-                s = s - L[i][k] * L[j][k]
-            L[i][j] = s * inv_diag[j]
-    y: list[Scalar] = [0.0] * n  # L y = rhs
-    for i in range(n):
-        s = rhs[i]
-        for k in range(i):
-            s = s - L[i][k] * y[k]
-        y[i] = s * inv_diag[i]
-    x: list[Scalar] = [0.0] * n  # L^T x = y
-    for i in reversed(range(n)):
-        s = y[i]
-        for k in range(i + 1, n):
-            s = s - L[k][i] * x[k]
-        x[i] = s * inv_diag[i]
-    return x
+from ._dispatch import FORWARD, WrenchFrame, evaluate, library, single, validate
+from ._kernel_key import KernelKey
+from ._kernels import kernels
+from .stick_slip import forward_dynamics_with_friction
 
 
 def forward_dynamics(
     model: RobotModel,
-    q: Any,
-    qd: Any,
-    tau: Any,
+    q: ArrayLike,
+    qd: ArrayLike,
+    tau: ArrayLike,
     friction: bool = True,
-    wrench: Any = None,
+    wrench: ArrayLike | None = None,
     *,
     motor_inertia: bool | None = None,
     wrench_frame: WrenchFrame = "tool",
@@ -72,32 +36,22 @@ def forward_dynamics(
 
     Frictionless (``friction=False`` or a model without friction): ``qdd = D^-1 (tau - h - c - J^T w)``
     with D (including ``G^2 Jm`` per ``motor_inertia``) factorised by Cholesky. With friction the
-    friction package's stick–slip solver decides which joints stick
-    (:func:`robot_dynamics.friction.sticking.forward_dynamics_with_friction`); the tool wrench is
+    stick–slip solver decides which joints stick
+    (:func:`robot_dynamics.dynamics.stick_slip.forward_dynamics_with_friction`); the tool wrench is
     handed to it, so the load also reaches the bearing reactions and the transmissions. ``backend``:
-    ``None``, "python" or "native" (see :mod:`.native`; the stick–slip solver uses the model's
+    ``None``, "python" or "native" (see :mod:`._dispatch`; the stick–slip solver uses the model's
     prepared backend).
     """
     K = kernels(model)
     motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
     use_friction = friction and K.has_friction
-    native = K.native if backend is None and K.native is not None else _native_backend(model, K, backend)
-    if wrench is None and not use_friction:  # the dedicated single-state paths
-        if native is not None:
-            out = native.forward[motor](q, qd, tau)
-            if out is not None:
-                return out
-        else:
-            lists = fast_single(K.n, q, qd, tau)
-            if lists is not None:
-                try:
-                    return np.array(K.forward(motor, False).scalar(*lists))
-                except (ValueError, ZeroDivisionError):
-                    pass  # not positive definite: the general path below raises the error
-    batch, values, load = _validate(model, {"q": q, "qd": qd, "tau": tau}, wrench, wrench_frame)
+    if wrench is None and not use_friction:  # one state: no validation
+        out = single(model, K, backend, FORWARD[motor], q, qd, tau)
+        if out is not None:
+            return out
+    native = library(model, K, backend)
+    batch, values, load = validate(model, {"q": q, "qd": qd, "tau": tau}, wrench, wrench_frame)
     if use_friction:
-        from ..friction.sticking import forward_dynamics_with_friction
-
         if motor != model.motor_inertia_in_d:
             raise StateError("motor_inertia: only the model's own setting is supported together with friction")
         qdd = forward_dynamics_with_friction(
@@ -107,7 +61,7 @@ def forward_dynamics(
     args = values if load is None else [*values, load]
     try:  # (a pivot that is a constant of the model fails while the program is built)
         with np.errstate(invalid="ignore", divide="ignore"):
-            qdd = evaluate(K, native, ("forward", motor, load is not None), batch, args)
+            qdd = evaluate(K, native, KernelKey.forward(motor, load is not None), batch, args)
     except (ValueError, ZeroDivisionError):  # math.sqrt of a negative pivot, or a zero pivot
         qdd = np.full(model.dof, np.nan)
     if not np.isfinite(qdd).all():

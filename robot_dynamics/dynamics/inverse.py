@@ -19,22 +19,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..errors import StateError
-from ..friction.smooth import check_smooth_kind
+from ..friction import FrictionTerms, apply_friction, friction_total
 from ..model import FloatArray, RobotModel
-from . import _state
-from ._kernels import ModelKernels, evaluate, kernels, run
-from .kinematics import forward_kinematics
-from .native import FRICTION_VARIANTS, NativeModel, resolve
-
-if TYPE_CHECKING:
-    from ..friction import FrictionTerms
-
-WrenchFrame = Literal["tool", "base", "world"]
+from ._dispatch import (
+    GRAVITY,
+    INERTIAL,
+    INVERSE,
+    TOOL_LOAD,
+    VELOCITY,
+    WrenchFrame,
+    evaluate,
+    friction_variant,
+    library,
+    single,
+    try_evaluate,
+    validate,
+)
+from ._kernel_key import FrictionVariant, KernelKey
+from ._kernels import CompiledLibrary, ModelKernels, kernels
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,40 +63,12 @@ class InverseDynamicsBreakdown:
     friction_terms: FrictionTerms | None = None
 
 
-def _motor_switch(model: RobotModel, motor_inertia: bool | None) -> bool:
-    return model.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
-
-
-def _validate(
-    model: RobotModel, joint_args: dict[str, Any], wrench: Any, wrench_frame: str
-) -> tuple[bool, list[Any], Any]:
-    """Joint states and (optionally) the wrench with a common batch size; wrench turned into tool frame."""
-    what = f"{model.dof} joints of robot {model.name!r}"
-    items = [(name, value, model.dof, what) for name, value in joint_args.items()]
-    if wrench is not None:
-        if wrench_frame not in ("tool", "base", "world"):
-            raise StateError(f"wrench_frame: expected 'tool', 'base' or 'world', got {wrench_frame!r}")
-        items.append(("wrench", wrench, 6, _state.WRENCH))
-    batch, values = _state.validate(items)
-    load = None
-    if wrench is not None:
-        load = values.pop()
-        if wrench_frame != "tool":  # rotate f and n (both at the tool origin) into the tool frame
-            q = values[0] if batch else np.array(values[0])
-            pose = forward_kinematics(model, q, frame="world" if wrench_frame == "world" else "base")
-            R = pose[..., :3, :3]
-            w = np.asarray(load, dtype=float).reshape(-1, 2, 3)
-            local = np.einsum("...ji,...kj->...ki", R if batch else R[None], w).reshape(-1, 6)
-            load = local if batch else local[0].tolist()
-    return batch, values, load
-
-
 def rnea_with_reactions(
     model: RobotModel,
-    q: Any,
-    qd: Any,
-    qdd: Any,
-    wrench: Any = None,
+    q: ArrayLike,
+    qd: ArrayLike,
+    qdd: ArrayLike,
+    wrench: ArrayLike | None = None,
     gravity: bool = True,
     *,
     wrench_frame: WrenchFrame = "tool",
@@ -100,16 +79,118 @@ def rnea_with_reactions(
     Returns ``(tau, force, moment)``: ``tau`` ``(..., n)``; ``force``, ``moment`` ``(..., n, 3)`` the
     force and moment that link i-1 exerts on link i through joint i, at the origin of ``F_i``, in
     ``F_i`` coordinates (Fu's f_i, n_i of 3.3-56/57). ``wrench``: the tool load (see the module doc).
-    ``backend``: ``None``, "python" or "native" (see :mod:`.native`).
+    ``backend``: ``None``, "python" or "native" (see :mod:`._dispatch`).
     """
     K = kernels(model)
-    native = _native_backend(model, K, backend)
-    batch, values, load = _validate(model, {"q": q, "qd": qd, "qdd": qdd}, wrench, wrench_frame)
-    key = ("rnea", True, True, bool(gravity), False, load is not None, True)
-    out = evaluate(K, native, key, batch, values if load is None else [*values, load])
-    tau, force, moment = _split(out, model.dof, True)
+    native = library(model, K, backend)
+    batch, values, load = validate(model, {"q": q, "qd": qd, "qdd": qdd}, wrench, wrench_frame)
+    key = KernelKey.rnea(gravity=gravity, load=load is not None, reactions=True)
+    tau, force, moment = _split(evaluate(K, native, key, batch, _args(values, load)), model.dof, True)
     assert force is not None and moment is not None
     return tau, force, moment
+
+
+@overload
+def inverse_dynamics(
+    model: RobotModel,
+    q: ArrayLike,
+    qd: ArrayLike,
+    qdd: ArrayLike,
+    friction: bool = ...,
+    wrench: ArrayLike | None = ...,
+    *,
+    breakdown: Literal[False] = ...,
+    smooth: bool | None = ...,
+    smooth_kind: str = ...,
+    motor_inertia: bool | None = ...,
+    backend: str | None = ...,
+    wrench_frame: WrenchFrame = ...,
+) -> FloatArray: ...
+
+
+@overload
+def inverse_dynamics(
+    model: RobotModel,
+    q: ArrayLike,
+    qd: ArrayLike,
+    qdd: ArrayLike,
+    friction: bool = ...,
+    wrench: ArrayLike | None = ...,
+    *,
+    breakdown: Literal[True],
+    smooth: bool | None = ...,
+    smooth_kind: str = ...,
+    motor_inertia: bool | None = ...,
+    backend: str | None = ...,
+    wrench_frame: WrenchFrame = ...,
+) -> InverseDynamicsBreakdown: ...
+
+
+@overload
+def inverse_dynamics(
+    model: RobotModel,
+    q: ArrayLike,
+    qd: ArrayLike,
+    qdd: ArrayLike,
+    friction: bool = ...,
+    wrench: ArrayLike | None = ...,
+    *,
+    breakdown: bool,
+    smooth: bool | None = ...,
+    smooth_kind: str = ...,
+    motor_inertia: bool | None = ...,
+    backend: str | None = ...,
+    wrench_frame: WrenchFrame = ...,
+) -> FloatArray | InverseDynamicsBreakdown: ...
+
+
+def inverse_dynamics(
+    model: RobotModel,
+    q: ArrayLike,
+    qd: ArrayLike,
+    qdd: ArrayLike,
+    friction: bool = True,
+    wrench: ArrayLike | None = None,
+    *,
+    breakdown: bool = False,
+    smooth: bool | None = None,
+    smooth_kind: str = "tanh",
+    motor_inertia: bool | None = None,
+    backend: str | None = None,
+    wrench_frame: WrenchFrame = "tool",
+) -> FloatArray | InverseDynamicsBreakdown:
+    """Joint torques ``(..., n)`` for positions, velocities and accelerations ``(n,)`` or ``(N, n)``.
+
+    ``friction``: add the model's friction (the discontinuous model unless ``smooth=True``;
+    ``smooth_kind`` "tanh" or "linear" chooses the smooth direction function).
+    ``wrench``: ``[fx, fy, fz, nx, ny, nz]`` the tool exerts on the environment, at the tool origin, in
+    ``wrench_frame`` axes ("tool", "base" = ``F_0``, or "world"). ``motor_inertia``: include G^2 Jm qdd
+    (default ``model.motor_inertia_in_d``). ``backend``: ``None`` (the model's prepared backend or the
+    process default), "python" or "native" (compiled C), see :mod:`._dispatch`; the symbolic package's
+    generated code is :func:`robot_dynamics.symbolic.get_backend`. ``breakdown=True`` returns an
+    :class:`InverseDynamicsBreakdown`.
+    """
+    K = kernels(model)
+    motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
+    use_friction = bool(friction) and K.has_friction
+    if wrench is None and not breakdown:  # one state: the key of the fused program, no validation
+        key = INVERSE.get((motor, (smooth_kind if smooth else "exact") if use_friction else None))
+        if key is not None:  # (None: a bad smooth_kind, reported below)
+            out = single(model, K, backend, key, q, qd, qdd)
+            if out is not None:
+                return out
+    native = library(model, K, backend)
+    variant = friction_variant(smooth, smooth_kind) if use_friction else None  # reported before anything runs
+    batch, values, load = validate(model, {"q": q, "qd": qd, "qdd": qdd}, wrench, wrench_frame)
+    if breakdown:
+        return _breakdown(model, K, native, motor, variant, batch, values, load, smooth_kind)
+    if variant is None:
+        return evaluate(K, native, KernelKey.rnea(motor=motor, load=load is not None), batch, _args(values, load))
+    return _with_friction(model, K, native, motor, variant, batch, values, load, smooth_kind)
+
+
+def _args(values: list[Any], load: Any) -> list[Any]:
+    return values if load is None else [*values, load]
 
 
 def _split(out: FloatArray, n: int, reactions: bool) -> tuple[FloatArray, FloatArray | None, FloatArray | None]:
@@ -120,197 +201,62 @@ def _split(out: FloatArray, n: int, reactions: bool) -> tuple[FloatArray, FloatA
     return out[..., :n], out[..., n : 4 * n].reshape(*lead, n, 3), out[..., 4 * n :].reshape(*lead, n, 3)
 
 
-def _native_backend(model: RobotModel, K: ModelKernels, backend: str | None) -> NativeModel | None:
-    """The native library for ``backend`` (``None``: Python); "generated" is not accepted here."""
-    if backend == "generated":
-        raise StateError("backend: 'generated' is available for inverse_dynamics only; use 'python' or 'native'")
-    return resolve(model, K, backend)
-
-
-def _friction_variant(smooth: bool | None, smooth_kind: str) -> str:
-    if not smooth:
-        return "exact"
-    check_smooth_kind(smooth_kind)
-    return smooth_kind
-
-
 def _with_friction(
     model: RobotModel,
     K: ModelKernels,
-    native: NativeModel | None,
+    native: CompiledLibrary | None,
     motor: bool,
-    has_load: bool,
+    variant: FrictionVariant,
     batch: bool,
-    args: list[Any],
-    smooth: bool,
+    values: list[Any],
+    load: Any,
     smooth_kind: str,
 ) -> FloatArray:
     """``tau + b`` without the breakdown: the fused program (native C, else the traced Python), or,
     for a friction program outside the traceable subset, Newton–Euler plus the friction package."""
-    variant = _friction_variant(smooth, smooth_kind)
-    key = ("id_friction", motor, has_load, variant)
-    if native is not None:
-        out = native.run(key, batch, args)
-        if out is not None:
-            return out
-    kernel = K.inverse_friction(motor, has_load, variant)
-    if kernel is not None:
-        return run(kernel, batch, args)
-    from ..friction import friction_total
-
-    need_reactions = K.needs_reactions(model)
-    rigid = evaluate(K, native, ("rnea", True, True, True, motor, has_load, need_reactions), batch, args)
-    tau_joint, force, moment = _split(rigid, model.dof, need_reactions)
-    qd = np.asarray(args[1], dtype=float)
+    args = _args(values, load)
+    out = try_evaluate(K, native, KernelKey.inverse_friction(motor, load is not None, variant), batch, args)
+    if out is not None:
+        return out
+    reactions = K.needs_reactions(model)
+    rigid = evaluate(K, native, KernelKey.rnea(motor=motor, load=load is not None, reactions=reactions), batch, args)
+    tau_joint, force, moment = _split(rigid, model.dof, reactions)
+    qd = np.asarray(values[1], dtype=float)
+    smooth = variant != "exact"
     return tau_joint + friction_total(model, qd, tau_joint, force, moment, smooth=smooth, smooth_kind=smooth_kind)
 
 
-def inverse_dynamics(
+def _breakdown(
     model: RobotModel,
-    q: Any,
-    qd: Any,
-    qdd: Any,
-    friction: bool = True,
-    wrench: Any = None,
-    *,
-    breakdown: bool = False,
-    smooth: bool | None = None,
-    smooth_kind: str = "tanh",
-    motor_inertia: bool | None = None,
-    backend: str | None = None,
-    wrench_frame: WrenchFrame = "tool",
-) -> Any:
-    """Joint torques ``(..., n)`` for positions, velocities and accelerations ``(n,)`` or ``(N, n)``.
-
-    ``friction``: add the model's friction (the discontinuous model unless ``smooth=True``;
-    ``smooth_kind`` "tanh" or "linear" chooses the smooth direction function).
-    ``wrench``: ``[fx, fy, fz, nx, ny, nz]`` the tool exerts on the environment, at the tool origin, in
-    ``wrench_frame`` axes ("tool", "base" = ``F_0``, or "world"). ``motor_inertia``: include G^2 Jm qdd
-    (default ``model.motor_inertia_in_d``). ``backend``: ``None`` (the model's prepared backend or the
-    process default, see :mod:`.native`), "python", "native" (compiled C) or "generated" (the symbolic
-    package's generated code for the rigid-body part). ``breakdown=True`` returns an
-    :class:`InverseDynamicsBreakdown`.
-    """
-    K = kernels(model)
-    if backend == "generated" and wrench is None and not breakdown and not (friction and K.has_friction):
-        generated = K.generated_backend
-        if (
-            generated is not None
-            and (motor_inertia is None or bool(motor_inertia) == K.motor_inertia_in_d)
-            and _state.fast_single(K.n, q, qd, qdd) is not None
-        ):
-            return np.asarray(generated.inverse_dynamics(q, qd, qdd), dtype=float)
-    elif wrench is None and not breakdown:  # the dedicated single-state paths
-        native = K.native if backend is None and K.native is not None else resolve(model, K, backend)
-        use_friction = friction and K.has_friction
-        motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
-        if native is not None:
-            call = native.inverse.get((motor, ("exact" if not smooth else smooth_kind) if use_friction else None))
-            if call is not None:
-                out = call(q, qd, qdd)
-                if out is not None:
-                    return out
-        else:
-            lists = _state.fast_single(K.n, q, qd, qdd)
-            if lists is not None:
-                if not use_friction:
-                    return np.array(K.rnea(motor=motor).scalar(*lists))
-                variant = smooth_kind if smooth else "exact"
-                kernel = K.inverse_friction(motor, False, variant) if variant in FRICTION_VARIANTS else None
-                if kernel is not None:
-                    return np.array(kernel.scalar(*lists))
-    if backend is not None and backend not in ("python", "numeric", "native", "generated"):
-        raise StateError(f"backend: expected None, 'python', 'native' or 'generated', got {backend!r}")
-    motor = _motor_switch(model, motor_inertia)
-    use_friction = bool(friction) and K.has_friction
-    if use_friction:
-        _friction_variant(smooth, smooth_kind)  # a bad smooth_kind is reported before anything runs
-    batch, values, load = _validate(model, {"q": q, "qd": qd, "qdd": qdd}, wrench, wrench_frame)
-    native = None if backend == "generated" else resolve(model, K, backend)
-    need_reactions = use_friction and K.needs_reactions(model)
-    has_load = load is not None
-    args = values if load is None else [*values, load]
-
-    if backend != "generated" and not breakdown:
-        if not use_friction:
-            return evaluate(K, native, ("rnea", True, True, True, motor, has_load, False), batch, args)
-        return _with_friction(model, K, native, motor, has_load, batch, args, bool(smooth), smooth_kind)
-
-    force = moment = None
-    if backend == "generated":
-        rigid_motor = _generated(model, batch, values)  # rigid body + motor inertia per the model
-        if motor != model.motor_inertia_in_d:
-            qdd_arr = np.asarray(values[2], dtype=float)
-            sign = 1.0 if motor else -1.0
-            rigid_motor = rigid_motor + sign * K.reflected_motor_inertia * qdd_arr
-        tau_joint = rigid_motor
-        if has_load:
-            tau_joint = tau_joint + run(
-                K.rnea(velocity=False, acceleration=False, gravity=False, load=True), batch, [values[0], load]
-            )
-        if need_reactions:
-            _, force, moment = rnea_with_reactions(model, values[0], values[1], values[2], wrench=load)
-        if not breakdown and use_friction:
-            from ..friction import friction_total
-
-            return tau_joint + friction_total(
-                model, np.asarray(values[1]), tau_joint, force, moment, smooth=bool(smooth), smooth_kind=smooth_kind
-            )
-        if not breakdown:
-            return tau_joint
-    else:
-        rigid = evaluate(K, native, ("rnea", True, True, True, motor, has_load, need_reactions), batch, args)
-        tau_joint, force, moment = _split(rigid, model.dof, need_reactions)
-
+    K: ModelKernels,
+    native: CompiledLibrary | None,
+    motor: bool,
+    variant: FrictionVariant | None,
+    batch: bool,
+    values: list[Any],
+    load: Any,
+    smooth_kind: str,
+) -> InverseDynamicsBreakdown:
+    """The terms of :class:`InverseDynamicsBreakdown`, each by its own Newton–Euler variant."""
+    q, qd, qdd = values
+    reactions = variant is not None and K.needs_reactions(model)
+    key = KernelKey.rnea(motor=motor, load=load is not None, reactions=reactions)
+    tau_joint, force, moment = _split(evaluate(K, native, key, batch, _args(values, load)), model.dof, reactions)
     terms = None
     friction_torque = np.zeros_like(tau_joint)
-    if use_friction:
-        from ..friction import apply_friction
-
-        terms = apply_friction(
-            model, np.asarray(values[1]), tau_joint, force, moment, smooth=bool(smooth), smooth_kind=smooth_kind
-        )
+    if variant is not None:
+        smooth = variant != "exact"
+        terms = apply_friction(model, np.asarray(qd), tau_joint, force, moment, smooth=smooth, smooth_kind=smooth_kind)
         friction_torque = np.asarray(terms.total, dtype=float)
     total = tau_joint + friction_torque
-
-    q_only, qdd_arg = [values[0]], values[2]
-    if backend == "generated":
-        zeros = np.zeros_like(np.asarray(values[0], dtype=float))
-        gravity = _generated(model, batch, [values[0], zeros, zeros])
-        coriolis = _generated(model, batch, [values[0], values[1], zeros]) - gravity
-        inertial_motor = _generated(model, batch, [values[0], zeros, qdd_arg]) - gravity
-        inertial = inertial_motor - (
-            K.reflected_motor_inertia * np.asarray(qdd_arg) if model.motor_inertia_in_d else 0.0
-        )
-    else:
-        gravity = evaluate(K, native, ("rnea", False, False, True, False, False, False), batch, q_only)
-        coriolis = evaluate(K, native, ("rnea", True, False, False, False, False, False), batch, [values[0], values[1]])
-        inertial = evaluate(K, native, ("rnea", False, True, False, False, False, False), batch, [values[0], qdd_arg])
-    motor_term = K.reflected_motor_inertia * np.asarray(qdd_arg, dtype=float) if motor else np.zeros_like(total)
-    wrench_term = (
-        evaluate(K, native, ("rnea", False, False, False, False, True, False), batch, [values[0], load])
-        if has_load
-        else np.zeros_like(total)
-    )
+    zeros = np.zeros_like(total)
     return InverseDynamicsBreakdown(
         total=total,
-        inertial=inertial,
-        coriolis_centrifugal=coriolis,
-        gravity=gravity,
+        inertial=evaluate(K, native, INERTIAL, batch, [q, qdd]),
+        coriolis_centrifugal=evaluate(K, native, VELOCITY, batch, [q, qd]),
+        gravity=evaluate(K, native, GRAVITY, batch, [q]),
         friction=friction_torque,
-        motor_inertia=motor_term,
-        tool_wrench=wrench_term,
+        motor_inertia=K.reflected_motor_inertia * np.asarray(qdd, dtype=float) if motor else zeros,
+        tool_wrench=evaluate(K, native, TOOL_LOAD, batch, [q, load]) if load is not None else zeros,
         friction_terms=terms,
     )
-
-
-def _generated(model: RobotModel, batch: bool, values: list[Any]) -> FloatArray:
-    """The symbolic package's generated inverse dynamics (looked up once per model)."""
-    K = kernels(model)
-    backend = K.generated_backend
-    if backend is None:
-        from ..symbolic.backend import get_backend
-
-        backend = K.generated_backend = get_backend(model)
-    arrays = [np.asarray(v, dtype=float) for v in values]
-    return np.asarray(backend.inverse_dynamics(*arrays), dtype=float)

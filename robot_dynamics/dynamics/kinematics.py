@@ -51,8 +51,8 @@ def joint_transforms(model: RobotModel, q: FloatArray) -> FloatArray:
     return np.asarray(origin @ motion)
 
 
-def _frame_poses(model: RobotModel, q: FloatArray) -> FloatArray:
-    """``A0_i`` for ``i = 1..n`` of a batch: ``(N, n, 4, 4)``."""
+def batch_frame_poses(model: RobotModel, q: FloatArray) -> FloatArray:
+    """``A0_i`` for ``i = 1..n`` of a validated batch ``(N, n)``: ``(N, n, 4, 4)`` (no checks)."""
     local = joint_transforms(model, q)
     poses = np.empty_like(local)
     current = np.broadcast_to(np.eye(4), (q.shape[0], 4, 4))
@@ -69,14 +69,14 @@ def _finish(batch: bool, value: FloatArray) -> FloatArray:
 def frame_poses(model: RobotModel, q: object) -> FloatArray:
     """Poses of the joint frames ``F_1..F_n`` in the base frame ``F_0``: ``(..., n, 4, 4)``."""
     batch, (qs,) = states(model, q=q)
-    return _finish(batch, _frame_poses(model, as_batch(batch, [qs])[0]))
+    return _finish(batch, batch_frame_poses(model, as_batch(batch, [qs])[0]))
 
 
 def forward_kinematics(model: RobotModel, q: object, *, frame: Frame = "world") -> FloatArray:
     """Tool pose ``(..., 4, 4)``: in the world (``model.base`` applied, the default) or in ``F_0`` ("base")."""
     batch, (qs,) = states(model, q=q)
     qb = as_batch(batch, [qs])[0]
-    tool = model.tool if model.dof == 0 else _frame_poses(model, qb)[:, -1] @ model.tool
+    tool = model.tool if model.dof == 0 else batch_frame_poses(model, qb)[:, -1] @ model.tool
     if frame == "world":
         tool = model.base @ tool
     elif frame != "base":
@@ -87,7 +87,7 @@ def forward_kinematics(model: RobotModel, q: object, *, frame: Frame = "world") 
 def com_positions(model: RobotModel, q: object) -> FloatArray:
     """Centres of mass of the links in the base frame ``F_0``: ``(..., n, 3)``."""
     batch, (qs,) = states(model, q=q)
-    poses = _frame_poses(model, as_batch(batch, [qs])[0])
+    poses = batch_frame_poses(model, as_batch(batch, [qs])[0])
     com = np.einsum("Nnij,nj->Nni", poses[..., :3, :3], model.arrays.com) + poses[..., :3, 3]
     return _finish(batch, com)
 
@@ -102,7 +102,7 @@ def jacobian(model: RobotModel, q: object, *, frame: Frame = "base") -> FloatArr
         raise StateError(f"frame: expected 'base', 'world' or 'tool', got {frame!r}")
     batch, (qs,) = states(model, q=q)
     qb = as_batch(batch, [qs])[0]
-    poses = _frame_poses(model, qb)
+    poses = batch_frame_poses(model, qb)
     tool = poses[:, -1] @ model.tool
     z = np.einsum("Nnij,nj->Nni", poses[..., :3, :3], model.arrays.axis)  # z_i = R0_i axis_i
     lever = tool[:, None, :3, 3] - poses[..., :3, 3]  # p_t - o_i

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..model import FloatArray, RobotModel
 from ._state import as_batch, states
-from .kinematics import _frame_poses
+from .kinematics import batch_frame_poses
 
 
 def derivative_operators(model: RobotModel) -> FloatArray:
@@ -58,7 +58,7 @@ def pseudo_inertias(model: RobotModel) -> FloatArray:
 
 def _u_matrices(model: RobotModel, q: FloatArray) -> tuple[FloatArray, FloatArray]:
     """``U[N, i, j] = U_ij`` (3.2-11) and ``Delta[N, j]`` for a batch of ``q``."""
-    A = _frame_poses(model, q)  # A0_i
+    A = batch_frame_poses(model, q)  # A0_i
     Q = derivative_operators(model)
     Delta = A @ Q[None] @ np.linalg.inv(A)  # A0_j Q_j (A0_j)^-1
     n = model.dof
@@ -69,7 +69,7 @@ def _u_matrices(model: RobotModel, q: FloatArray) -> tuple[FloatArray, FloatArra
 
 def _u3_matrices(model: RobotModel, q: FloatArray, Delta: FloatArray) -> FloatArray:
     """``U3[N, i, j, k] = U_ijk`` (3.2-13)."""
-    A = _frame_poses(model, q)
+    A = batch_frame_poses(model, q)
     n = model.dof
     jk = np.einsum("Njab,Nkbc->Njkac", Delta, Delta)  # Delta_j Delta_k
     j_first = (np.arange(n)[:, None] <= np.arange(n)[None, :])[None, :, :, None, None]

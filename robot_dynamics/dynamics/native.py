@@ -1,26 +1,18 @@
-"""Backend selection and the native backend: the engine's traced programs compiled to C.
+"""The native backend: the engine's traced programs compiled to C, one extension module per model.
 
-Backends of the engine's public functions (``backend=`` argument):
+The traced programs of :mod:`._kernels` are emitted as C (:mod:`._c_codegen`), wrapped as a CPython
+extension module (:mod:`._c_extension`), compiled with the system compiler and cached on disk
+(:mod:`robot_dynamics._native`): one state is one ``METH_FASTCALL`` call reading the NumPy arrays
+directly, a batch is one call that loops in C (without the GIL for large batches). Friction is traced
+like the rest (:mod:`._friction_trace`) and fused into the same C call. Entries are named by
+:class:`~._kernel_key.KernelKey`. Which backend a call uses (``backend=``, :func:`~._dispatch.prepare`,
+the process default, ``"auto"`` by default) is decided by :mod:`._dispatch`; the first native use of a
+model costs ~0.3-3 s of tracing and compiling, once per model and machine, later processes load the
+cached module in milliseconds. Without a C compiler (and no cached module), :func:`load` warns once and
+returns ``None`` (the Python backend is used); so does a cache entry that fails to load.
 
-* ``"python"`` (also ``"numeric"``): the traced straight-line programs run as Python — floats for one
-  state, NumPy rows for a batch (:mod:`._kernels`). Nothing to build; the default without a C compiler.
-* ``"native"``: the same traced programs emitted as C (:mod:`._c_codegen`), compiled with the system
-  compiler into a CPython extension module per model, cached on disk (:mod:`robot_dynamics._native`):
-  one state is one ``METH_FASTCALL`` call reading the NumPy arrays directly (other buffers through
-  the buffer protocol), a batch is one call that loops in C (without the GIL for large batches), see
-  :mod:`._c_extension`. Friction is traced like the rest (:mod:`._friction_trace`) and fused into
-  the same C call.
-* ``"generated"`` (``inverse_dynamics`` only): the symbolic package's SymPy-generated inverse dynamics.
-* ``None``: the model's prepared backend (:func:`prepare`), else the process default
-  (:func:`set_default_backend`, initially ``$ROBOT_DYNAMICS_BACKEND`` if set, else ``"auto"``).
-
-``"auto"`` (:func:`robot_dynamics._native.resolve_backend`) is the native backend when a C compiler
-is available — fast by default: a model's library is traced and compiled on its first use (~0.3-3 s,
-once per model and machine; cached per model fingerprint in the user cache directory, so later
-processes load it in milliseconds), with one log line per process — else the Python backend with one
-warning per process. ``RD_BACKEND=python`` (or ``set_default_backend("python")``) forces Python, e.g.
-for short scripts over many different models; ``prepare(model)`` compiles a model ahead of its first
-call. A model whose library fails to build warns once and runs on Python.
+The cache key hashes the model, the compiler settings and the source of every module that feeds the
+C generation, found by following this module's imports (:func:`generator_modules`).
 """
 
 from __future__ import annotations
@@ -35,154 +27,30 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .. import _native
-from ..errors import RobotDynamicsError, StateError
+from .._sources import imported_modules, sources_hash
+from ..errors import RobotDynamicsError
+from ..friction.parameters import friction_parameters
 from ..model import FloatArray, RobotModel
 from . import _c_codegen, _c_extension
 from ._c_extension import Entry
+from ._friction_trace import friction_kernel
+from ._kernel_key import FRICTION_VARIANTS, KernelKey
+from ._kernels import ModelKernels, kernels
 
-if TYPE_CHECKING:
-    from ._kernels import ModelKernels
-
-BACKEND_ENV = "ROBOT_DYNAMICS_BACKEND"
-BACKENDS = ("python", "native", "generated")
 FLAGS: tuple[str, ...] = ("-O1", "-fno-math-errno", "-ffp-contract=off")
 """Compiler flags: no contraction into fused multiply-adds, so every lane rounds like the Python program.
 ``-O1``: the traced programs are already straight-line code with the constants folded; ``-O2`` took
 ~35% longer to compile (the cost of a model's first use under the default backend) and ran no faster
 (Panda: inverse dynamics, D and forward dynamics batches and single calls, timed side by side)."""
-FRICTION_VARIANTS = ("exact", "tanh", "linear")  # smooth=False, smooth=True with smooth_kind
 _SUBDIR = "engine"
-_GENERATOR_FILES = {
-    "dynamics": (
-        "_trace.py",
-        "_kernels.py",
-        "_chain.py",
-        "_vector.py",
-        "_sincos.py",
-        "rnea.py",
-        "crba.py",
-        "forward.py",
-        "_c_codegen.py",
-        "_friction_trace.py",
-        "_c_extension.py",
-        "native.py",
-    ),
-    "friction": ("law.py", "parameters.py"),
-    "": ("model.py", "_native.py"),
-}
-
-Key = tuple[Any, ...]
-
-_default: list[str] = ["python"]
-_default_checked = [False]
 _loaded: dict[str, NativeModel] = {}  # by library directory: shared by equal models
 _build_lock = threading.Lock()
 _warned = [False]
-
-
-# -- selection ------------------------------------------------------------------------------------
-def _check_name(backend: str, what: str = "backend") -> str:
-    name = "python" if backend == "numeric" else backend
-    if name not in BACKENDS:
-        raise StateError(f"{what}: expected None, 'python', 'native' or 'generated', got {backend!r}")
-    return name
-
-
-def default_backend() -> str:
-    """The process-wide backend for ``backend=None`` on models that were not :func:`prepare` d."""
-    if not _default_checked[0]:
-        _default_checked[0] = True
-        env = os.environ.get(BACKEND_ENV)
-        if env:
-            name = _check_name(env, f"${BACKEND_ENV}")
-            if name == "generated":
-                raise StateError(f"${BACKEND_ENV}: expected 'python' or 'native', got {env!r}")
-            _default[0] = name
-        else:  # "auto" unless $RD_BACKEND says otherwise: native when a C compiler exists
-            _default[0] = _native.resolve_backend()
-    return _default[0]
-
-
-def set_default_backend(backend: str) -> str:
-    """Set the process-wide default backend (``"python"``, ``"native"`` or ``"auto"``); returns the
-    previous one."""
-    name = _check_name(_native.resolve_backend("auto") if backend == "auto" else backend)
-    if name == "generated":
-        raise StateError("backend: the process default can be 'python' or 'native' ('generated' is per call)")
-    previous = default_backend()
-    _default[0] = name
-    return previous
-
-
-def prepare(model: RobotModel, backend: str = "native") -> str:
-    """Make ``backend`` the model's backend for calls with ``backend=None``, building it now.
-
-    ``"native"`` traces and compiles the model's library (or loads it from the cache); returns the
-    backend in effect: ``"native"``, or ``"python"`` when no C compiler is available (warned once).
-    ``"python"`` pins the model to the Python backend (whatever the process default).
-    """
-    from ._kernels import kernels
-
-    name = _check_name(backend)
-    if name == "generated":
-        raise StateError("backend: prepare takes 'python' or 'native'")
-    K = kernels(model)
-    K.pinned_python = name == "python"
-    if name == "python":
-        K.native = None
-        return "python"
-    library = load(model, K)
-    K.native = library
-    return "native" if library is not None else "python"
-
-
-def resolve(model: RobotModel, K: ModelKernels, backend: str | None) -> NativeModel | None:
-    """The native library to use for a call (``None``: the Python programs).
-
-    ``backend="generated"`` resolves to ``None`` here (the callers that accept it handle it).
-    """
-    if backend is None:
-        if K.native is not None:
-            return K.native
-        if K.pinned_python or (_default[0] == "python" and _default_checked[0]):
-            return None
-        backend = default_backend()
-    if backend == "native":
-        library = K.native_library
-        if library is None:
-            return load(model, K)
-        return library if isinstance(library, NativeModel) else None
-    _check_name(backend)
-    return None
-
-
-# -- the library of one model ---------------------------------------------------------------------
-def rnea_key(
-    velocity: bool = True,
-    acceleration: bool = True,
-    gravity: bool = True,
-    motor: bool = False,
-    load: bool = False,
-    reactions: bool = False,
-) -> Key:
-    """The kernel key of a Newton–Euler variant (as :meth:`._kernels.ModelKernels.rnea` uses it)."""
-    return ("rnea", velocity, acceleration, gravity, motor, load, reactions)
-
-
-def _alias(key: Key, motors: bool) -> Key:
-    """Without motor inertia the motor switch changes nothing: map ``motor=True`` keys to ``False``."""
-    if motors:
-        return key
-    if key[0] == "rnea" and key[4]:
-        return (*key[:4], False, *key[5:])
-    if key[0] in ("forward", "inertia", "id_friction") and key[1]:
-        return (key[0], False, *key[2:])
-    return key
 
 
 @functools.cache
@@ -201,14 +69,18 @@ def vector_lanes() -> tuple[int, tuple[str, ...]]:
     return 2, ()
 
 
+def generator_modules() -> tuple[str, ...]:
+    """The modules whose code feeds the generated C: this one and what it imports, transitively."""
+    return imported_modules(__name__)
+
+
 def _cache_key(model: RobotModel) -> str:
-    here = Path(__file__).resolve().parent
-    sources = [
-        _native.files_hash(here.parent / sub if sub else here.parent, names) for sub, names in _GENERATOR_FILES.items()
-    ]
+    """The library's directory name: the model, the generator's source (:func:`generator_modules`),
+    the compiler flags and vector width, and the toolchain."""
     lanes, extra = vector_lanes()
     flags = " ".join([*FLAGS, *extra])
-    return _native.hash_key(["engine-native", model.fingerprint(), *sources, flags, str(lanes), _native.toolchain()])
+    sources = sources_hash(__name__)
+    return _native.hash_key(["engine-native", model.fingerprint(), sources, flags, str(lanes), _native.toolchain()])
 
 
 def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_engine") -> None:
@@ -230,23 +102,25 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
     functions: list[str] = []
     entries: list[Entry] = []
     meta_entries: list[dict[str, Any]] = []
-    compiled: dict[Key, tuple[str, tuple[int, ...], int]] = {}  # public key -> C function, inputs, outputs
+    compiled: dict[KernelKey, tuple[str, tuple[int, ...], int]] = {}  # key -> C function, inputs, outputs
 
-    def add(key: Key, function: str, inputs: tuple[int, ...], outputs: int) -> None:
+    def add(key: KernelKey, function: str, inputs: tuple[int, ...], outputs: int) -> None:
         compiled[key] = (function, inputs, outputs)
         symbol = f"e{len(entries)}"
-        entries.append(Entry(symbol, function, inputs, outputs, (n, n) if key[0] == "inertia" else ()))
-        meta_entries.append({"symbol": symbol, "key": list(key), "inputs": list(inputs), "outputs": outputs})
+        entries.append(Entry(symbol, function, inputs, outputs, (n, n) if key.kind == "inertia" else ()))
+        meta_entries.append({"symbol": symbol, "key": key.to_json(), "inputs": list(inputs), "outputs": outputs})
 
-    traced = [rnea_key(load=load, reactions=reactions) for load in (False, True) for reactions in (False, True)]
+    rnea = KernelKey.rnea
+    velocity_terms = rnea(acceleration=False, gravity=False)  # h, coriolis_centrifugal
+    traced = [rnea(load=load, reactions=reactions) for load in (False, True) for reactions in (False, True)]
     traced += [
-        ("inertia", False),
-        rnea_key(velocity=False, acceleration=False),  # c, gravity_torques
-        rnea_key(acceleration=False, gravity=False),  # h, coriolis_centrifugal
-        rnea_key(gravity=False, reactions=True),  # unit reactions of the stick-slip solver
+        KernelKey.inertia(False),
+        rnea(velocity=False, acceleration=False),  # c, gravity_torques
+        velocity_terms,
+        rnea(gravity=False, reactions=True),  # unit reactions of the stick-slip solver
     ]
     for load in (False, True):
-        key = ("forward", K.motor_inertia_in_d and motors, load)
+        key = KernelKey.forward(K.motor_inertia_in_d and motors, load)
         try:
             K.kernel(key)
         except (ValueError, ZeroDivisionError):  # a pivot that is a constant 0: the composite reports it
@@ -259,30 +133,28 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
     if motors:
         for load in (False, True):
             for reactions in (False, True):
-                rigid, inputs, outputs = compiled[rnea_key(load=load, reactions=reactions)]
+                rigid, inputs, outputs = compiled[rnea(load=load, reactions=reactions)]
                 name = f"rnea_motor_{int(load)}{int(reactions)}"
                 arguments = ["in_q", "in_qd", "in_qdd", *(["in_w"] if load else [])]
                 functions.append(_c_codegen.motor_function(name, rigid, arguments, reflected))
-                add(rnea_key(motor=True, load=load, reactions=reactions), name, inputs, outputs)
-        functions.append(_c_codegen.inertia_motor_function("inertia_motor", compiled[("inertia", False)][0], reflected))
-        add(("inertia", True), "inertia_motor", (n,), n * n)
+                add(rnea(motor=True, load=load, reactions=reactions), name, inputs, outputs)
+        inertia = compiled[KernelKey.inertia(False)][0]
+        functions.append(_c_codegen.inertia_motor_function("inertia_motor", inertia, reflected))
+        add(KernelKey.inertia(True), "inertia_motor", (n,), n * n)
     for motor in motor_options:
         for load in (False, True):
-            if ("forward", motor, load) in compiled:  # traced
+            if KernelKey.forward(motor, load) in compiled:  # traced
                 continue
             name = f"forward_{int(motor)}{int(load)}"
-            bias = compiled[rnea_key(load=load)][0]
-            inertia = compiled[("inertia", motor)][0]
+            bias = compiled[rnea(load=load)][0]
+            inertia = compiled[KernelKey.inertia(motor)][0]
             functions.append(_c_codegen.forward_function(name, n, bias, inertia, load))
-            add(("forward", motor, load), name, (n, n, n, *((6,) if load else ())), n)
-    functions.append(_c_codegen.coriolis_tensor_function("coriolis_tensor", n, compiled[traced[6]][0]))
-    add(("coriolis_tensor",), "coriolis_tensor", (n,), n * n * n)
+            add(KernelKey.forward(motor, load), name, (n, n, n, *((6,) if load else ())), n)
+    functions.append(_c_codegen.coriolis_tensor_function("coriolis_tensor", n, compiled[velocity_terms][0]))
+    add(KernelKey.coriolis_tensor(), "coriolis_tensor", (n,), n * n * n)
 
     friction_note = "model without friction"
     if model.has_friction:
-        from ..friction.parameters import friction_parameters
-        from ._friction_trace import friction_kernel
-
         p = friction_parameters(model)
         reactions = K.needs_reactions(model)
         friction_note = "friction fused in C"
@@ -290,13 +162,13 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
             functions.append(_c_codegen.kernel_function(f"friction_{variant}", friction_kernel(p, variant).program))
         for motor in motor_options:
             for load in (False, True):
-                rigid, inputs, _ = compiled[rnea_key(motor=motor, load=load, reactions=reactions)]
+                rigid, inputs, _ = compiled[rnea(motor=motor, load=load, reactions=reactions)]
                 for variant in FRICTION_VARIANTS:
                     name = f"id_friction_{int(motor)}{int(load)}_{variant}"
                     functions.append(
                         _c_codegen.friction_inverse_function(name, n, rigid, f"friction_{variant}", load, reactions)
                     )
-                    add(("id_friction", motor, load, variant), name, inputs, n)
+                    add(KernelKey.inverse_friction(motor, load, variant), name, inputs, n)
 
     header = (
         f"robot_dynamics native engine library: robot {model.name!r}, {model.dof} joints\n"
@@ -335,8 +207,6 @@ def load(model: RobotModel, K: ModelKernels | None = None, *, cache: Path | str 
     available. Memoised on the model's kernels and, by library, across equal models.
     """
     if K is None:
-        from ._kernels import kernels
-
         K = kernels(model)
     if K.native_library is not None and cache is None:
         return K.native_library if isinstance(K.native_library, NativeModel) else None
@@ -423,44 +293,38 @@ class NativeModel:
         self.n = n
         self.meta: dict[str, Any] = json.loads((directory / _native.MARKER).read_text())
         self.motors = bool(self.meta["motors"])
-        entries = [(tuple(e["key"]), e["symbol"], tuple(e["inputs"]), int(e["outputs"])) for e in self.meta["entries"]]
+        entries = [
+            (KernelKey.from_json(e["key"]), e["symbol"], tuple(e["inputs"]), int(e["outputs"]))
+            for e in self.meta["entries"]
+        ]
         module = _native.load_extension(self.meta["module"], directory / self.meta["library"])
-        self.single: dict[Key, SingleCall] = {}
-        self.batch: dict[Key, BatchCall] = {}
-        self.outputs: dict[Key, int] = {}
+        self.single: dict[KernelKey, SingleCall] = {}
+        self.batch: dict[KernelKey, BatchCall] = {}
+        self.outputs: dict[KernelKey, int] = {}
         for key, symbol, inputs, outputs in entries:
             self.single[key] = getattr(module, symbol)
             self.batch[key] = BatchCall(getattr(module, f"{symbol}_batch"), inputs, outputs)
             self.outputs[key] = outputs
-        # the hot single-state entries: inverse dynamics by (motor, friction variant or None); D and
-        # forward dynamics by motor switch; c; h
-        self.inertia = {motor: self.single[self.key(("inertia", motor))] for motor in (False, True)}
-        self.forward = {motor: self.single[self.key(("forward", motor, False))] for motor in (False, True)}
-        self.gravity = self.single[rnea_key(velocity=False, acceleration=False)]
-        self.velocity_terms = self.single[rnea_key(acceleration=False, gravity=False)]
-        self.inverse: dict[tuple[bool, str | None], SingleCall] = {}
-        for motor in (False, True):
-            self.inverse[(motor, None)] = self.single[self.key(rnea_key(motor=motor))]
-            for variant in FRICTION_VARIANTS:
-                fused = self.single.get(self.key(("id_friction", motor, False, variant)))
-                if fused is not None:
-                    self.inverse[(motor, variant)] = fused
-        self.has_friction = any(key[0] == "id_friction" for key, _, _, _ in entries)
+        if not self.motors:  # without motor inertia the motor switch changes nothing: one entry for both
+            for key, _, _, _ in entries:
+                alias = key.with_motor()
+                if alias is not None and alias not in self.single:
+                    self.single[alias], self.batch[alias] = self.single[key], self.batch[key]
+                    self.outputs[alias] = self.outputs[key]
+        self.fast: dict[KernelKey, SingleCall] = self.single
+        """The single-state entries by key: ``fast(*arrays)`` returns ``None`` for anything the extension
+        does not take (the caller then validates and uses :meth:`run`)."""
+        self.has_friction = any(key.kind == "id_friction" for key, _, _, _ in entries)
 
-    def key(self, key: Key) -> Key:
-        """``key`` as the library stores it (motor variants alias when the model has no motors)."""
-        return _alias(key, self.motors)
-
-    def run(self, key: Key, batch: bool, values: Sequence[Any]) -> FloatArray | None:
+    def run(self, key: KernelKey, batch: bool, values: Sequence[Any]) -> FloatArray | None:
         """Evaluate kernel ``key`` on validated values (lists or ``(N, k)`` arrays); ``None`` if the
         library does not hold it."""
-        stored = _alias(key, self.motors)
         if batch:
-            call = self.batch.get(stored)
+            call = self.batch.get(key)
             return None if call is None else call(values)
-        single = self.single.get(stored)
+        single = self.single.get(key)
         if single is None:
             return None
-        out = np.empty(self.outputs[stored])
+        out = np.empty(self.outputs[key])
         single(*values, out)
         return out

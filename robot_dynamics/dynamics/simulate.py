@@ -2,7 +2,7 @@
 
 The state is ``y = [q, qd]``; the right-hand side is the compiled single-state forward dynamics
 (:mod:`.forward`). With friction (``friction=True`` and a model with friction) the friction package's
-stick–slip integrator (:func:`robot_dynamics.friction.sticking.integrate`) takes over: it stops at
+stick–slip integrator (:func:`robot_dynamics.dynamics.stick_slip.integrate`) takes over: it stops at
 every stick/slip transition, which a plain ODE solver cannot do.
 
 The applied torque is a constant ``(n,)``, a callable ``torque(t, q, qd) -> (n,)`` or a sampled
@@ -14,16 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import StateError
 from ..model import FloatArray, RobotModel
 from ._state import states
 from .forward import forward_dynamics
+from .stick_slip import integrate
 
-TorqueFunction = Callable[[float, FloatArray, FloatArray], Any]
+TorqueFunction = Callable[[float, FloatArray, FloatArray], ArrayLike]
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,7 +49,11 @@ class SimulationResult:
     tau: FloatArray
 
 
-def _torque_function(model: RobotModel, torque: Any) -> TorqueFunction:
+Torque = ArrayLike | TorqueFunction | TorqueProfile | tuple[ArrayLike, ArrayLike] | None
+"""A constant ``(n,)``, a callable ``torque(t, q, qd)``, a profile or ``(times, values)``; ``None``: zero."""
+
+
+def _torque_function(model: RobotModel, torque: Torque) -> TorqueFunction:
     n = model.dof
     if torque is None:
         zero = np.zeros(n)
@@ -83,13 +88,13 @@ def _applied(function: TorqueFunction, t: float, q: FloatArray, qd: FloatArray, 
 
 def simulate(
     model: RobotModel,
-    q0: Any,
-    qd0: Any,
-    torque: Any,
+    q0: ArrayLike,
+    qd0: ArrayLike,
+    torque: Torque,
     duration: float,
     *,
     dt: float = 0.01,
-    t_eval: Any = None,
+    t_eval: ArrayLike | None = None,
     friction: bool = True,
     method: str = "DOP853",
     rtol: float = 1e-9,
@@ -101,10 +106,10 @@ def simulate(
 
     Samples at ``t_eval`` (ascending, from 0) or every ``dt`` (``0, dt, ..., duration``). ``method``,
     ``rtol``, ``atol`` and ``max_step`` go to ``solve_ivp``. ``backend`` ("python", "native" or
-    ``None``, see :mod:`.native`) evaluates the frictionless forward dynamics; the stick–slip
+    ``None``, see :mod:`._dispatch`) evaluates the frictionless forward dynamics; the stick–slip
     integrator uses the model's prepared backend.
     """
-    from scipy.integrate import solve_ivp
+    from scipy.integrate import solve_ivp  # SciPy's integrators load in ~0.2 s: only when simulating
 
     n = model.dof
     batch, (q_start, qd_start) = states(model, q0=q0, qd0=qd0)
@@ -128,8 +133,6 @@ def simulate(
     function = _torque_function(model, torque)
 
     if friction and model.has_friction:
-        from ..friction.sticking import integrate
-
         t, q, qd, qdd, tau = integrate(
             model,
             np.array(q_start),

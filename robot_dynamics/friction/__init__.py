@@ -9,8 +9,9 @@
 * :mod:`.stribeck` the Stribeck factor of Schilling eq. 6-3-3;
 * :mod:`.bearing` load-dependent joint friction (Dhanaraj (1990) Table 3.1);
 * :mod:`.transmission` efficiency-curve transmission friction (Dhanaraj (1990) Table 3.2);
-* :mod:`.parameters` per-model validated, stacked parameters;
-* :mod:`.sticking` stick-slip forward dynamics and integration.
+* :mod:`.parameters` per-model validated, stacked parameters.
+
+Stick-slip forward dynamics with these terms is the engine's :mod:`robot_dynamics.dynamics.stick_slip`.
 
 All torques are *compensating* torques: ``tau = tau_frictionless + friction``.
 """

@@ -12,3 +12,7 @@
 
 Importing this package does not import SymPy; the sub-modules that need it do.
 """
+
+from robot_dynamics.symbolic.backend import GeneratedBackend, get_backend
+
+__all__ = ["GeneratedBackend", "get_backend"]

@@ -8,24 +8,32 @@ Two entry points (``NAME`` defaults to ``rd_inverse_dynamics``)::
 
 Every intermediate is a ``const double`` local; the only library calls are ``sin``/``cos`` of the
 joint angles. :func:`compile_shared` builds a shared library with the system compiler (``$CC`` or
-``cc``) and :func:`load` opens it with ``ctypes``.
+``cc``) and :func:`load` opens it with ``ctypes``. Loading a compiled library needs neither SymPy nor
+the generator: :func:`c_source` imports them when it runs.
 """
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
-
-import sympy as sp
+from typing import TYPE_CHECKING, Any
 
 from robot_dynamics import _native
-from robot_dynamics.symbolic.codegen_python import GENERATED_HEADER, expr_code
-from robot_dynamics.symbolic.program import Program
+
+if TYPE_CHECKING:
+    import sympy as sp
+
+    from robot_dynamics.symbolic.program import Program
 
 DEFAULT_NAME = "rd_inverse_dynamics"
 
 
 def c_source(program: Program, *, name: str = DEFAULT_NAME, fingerprint: str = "", doc: str = "") -> str:
     """The C translation unit for ``program``."""
+    import sympy as sp  # SymPy takes ~0.5 s to import: only when generating, never to load a library
+
+    from robot_dynamics.symbolic.codegen_python import GENERATED_HEADER, expr_code
+
     n = program.n
     used: set[sp.Symbol] = set()
     for _, e in program.all_assignments():
@@ -90,8 +98,12 @@ def compile_shared(source: Path, library: Path, *, flags: tuple[str, ...] = ("-O
     return _native.compile_shared(source, library, flags=flags, hint="or use language='python'")
 
 
-def load(library: Path, *, name: str = DEFAULT_NAME, parameters: bool = False) -> tuple[object, object]:
-    """``(single, batch)`` ctypes functions of a compiled library (arguments as raw addresses)."""
-    from robot_dynamics.symbolic.backend import load_library
-
-    return load_library(library, name=name, parameters=parameters)
+def load(library: Path, *, name: str = DEFAULT_NAME, parameters: bool = False) -> tuple[Any, Any]:
+    """``(single, batch)`` ctypes functions of a compiled library: the two entry points of the module
+    docstring, pointer arguments as plain integer addresses."""
+    nptr = 5 if parameters else 4
+    ptr = _native.POINTER
+    functions = _native.bind(
+        library, {name: (None, [ptr] * nptr), f"{name}_batch": (None, [ctypes.c_long] + [ptr] * nptr)}
+    )
+    return functions[name], functions[f"{name}_batch"]

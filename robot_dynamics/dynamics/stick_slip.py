@@ -42,6 +42,10 @@ At the event the stopping joint's velocity is set to exactly 0 and the modes of 
 are decided again by the active set. Stuck joints have ``qd_i = qdd_i = 0`` exactly: there is no
 chattering and no stiff regularisation. Events are armed a negligible ``1e-10 (1 + |t|)`` after a
 segment starts so a degenerate decision (torque exactly at a limit) cannot stall the integrator.
+
+One module, longer than 400 lines because the batch solver (``_System``) and the event-driven integrator
+(``_Segment``, :func:`integrate`) share the mode state (stuck set, directions, stick interval) and its
+tolerances; split in two, each half would import the other's private names.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from robot_dynamics.dynamics.coefficients import inertia_matrix
+from robot_dynamics.dynamics.inverse import rnea_with_reactions
 from robot_dynamics.errors import RobotDynamicsError, StateError
 from robot_dynamics.friction.combine import _joint_side, _motor_side, bearing_magnitude
 from robot_dynamics.friction.parameters import FrictionParameters, friction_parameters
@@ -89,8 +95,6 @@ class _System:
     """The model's rigid-body dynamics (from the engine) and friction, for batched states."""
 
     def __init__(self, model: RobotModel) -> None:
-        from robot_dynamics.dynamics import inertia_matrix, rnea_with_reactions
-
         self.model = model
         self.p: FrictionParameters = friction_parameters(model)
         self.n = model.dof
@@ -461,7 +465,7 @@ def integrate(
     ``rtol`` (1e-8), ``atol`` (1e-10), ``max_step`` (inf), ``max_events`` (10000, the number of
     stick/slip transitions allowed before giving up with an error).
     """
-    from scipy.integrate import solve_ivp
+    from scipy.integrate import solve_ivp  # SciPy's integrators load in ~0.2 s: only when integrating
 
     known = {"method", "rtol", "atol", "max_step", "max_events"}
     unknown = sorted(set(options) - known)

@@ -1,0 +1,47 @@
+"""Solve ``D x = b`` for a symmetric positive definite ``D`` by a Cholesky factorisation ``D = L L^T``.
+
+Written over generic scalars (Python floats, NumPy rows or the tracer's symbols, :mod:`._trace`), so
+forward dynamics traces it into the same straight-line program as D and the bias torques
+(:meth:`._kernels.ModelKernels.forward`); the native backend emits the same steps in C.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ._trace import Scalar, sqrt
+
+
+def cholesky_solve(D: Sequence[Sequence[Scalar]], rhs: Sequence[Scalar]) -> list[Scalar]:
+    """Solve ``D x = rhs`` for symmetric positive definite ``D`` = L L^T (generic scalars).
+
+    ``L_jj = sqrt(D_jj - sum_k<j L_jk^2)``, ``L_ij = (D_ij - sum_k<j L_ik L_jk) / L_jj``; then
+    ``L y = rhs`` forward and ``L^T x = y`` backward.
+    """
+    n = len(rhs)
+    L: list[list[Scalar]] = [[0.0] * n for _ in range(n)]
+    inv_diag: list[Scalar] = [0.0] * n
+    for j in range(n):
+        pivot = D[j][j]
+        for k in range(j):
+            pivot = pivot - L[j][k] * L[j][k]
+        L[j][j] = sqrt(pivot)
+        inv_diag[j] = 1.0 / L[j][j]
+        for i in range(j + 1, n):
+            s = D[i][j]
+            for k in range(j):
+                s = s - L[i][k] * L[j][k]
+            L[i][j] = s * inv_diag[j]
+    y: list[Scalar] = [0.0] * n  # L y = rhs
+    for i in range(n):
+        s = rhs[i]
+        for k in range(i):
+            s = s - L[i][k] * y[k]
+        y[i] = s * inv_diag[i]
+    x: list[Scalar] = [0.0] * n  # L^T x = y
+    for i in reversed(range(n)):
+        s = y[i]
+        for k in range(i + 1, n):
+            s = s - L[k][i] * x[k]
+        x[i] = s * inv_diag[i]
+    return x
