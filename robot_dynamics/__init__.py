@@ -33,6 +33,7 @@ from .friction import (
     thesis_breakdown,
 )
 from .models.robots import DEFAULT_ROBOT, bundled_robots, load_robot
+from .payload import with_payload
 from .trajectory import JointTrajectorySampler, TrajectorySample
 
 __version__ = "0.1.0"
@@ -85,4 +86,5 @@ __all__ = [
     "set_default_backend",
     "simulate",
     "thesis_breakdown",
+    "with_payload",
 ]
