@@ -206,16 +206,19 @@ class FeedforwardNode(RobotNode):
             self.reject("joint_states", f"non-finite torque {tau.tolist()} at q={q.tolist()}")
             return
         data = as_double_array(tau)
-        if self.commands_pub is not None:
+        # A topic nobody subscribes to is skipped: DDS would drop the message (volatile durability, no
+        # matched reader), but converting and serialising it costs as much as the torque law.
+        commands_pub, efforts_pub = self.commands_pub, self.efforts_pub
+        if commands_pub is not None and commands_pub.get_subscription_count():
             self._commands.data = data
-            self.commands_pub.publish(self._commands)
-        if self.efforts_pub is not None:
+            commands_pub.publish(self._commands)
+        if efforts_pub is not None and efforts_pub.get_subscription_count():
             out = self._efforts
             out.header.stamp = stamp_msg
             out.position = as_double_array(q_out)
             out.velocity = as_double_array(qd_out)
             out.effort = data
-            self.efforts_pub.publish(out)
+            efforts_pub.publish(out)
         self.stats.published += 1
         self.stats.record_compute(time.perf_counter() - t0)
 
