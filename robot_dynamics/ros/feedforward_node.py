@@ -42,6 +42,7 @@ from robot_dynamics.ros.messages import (
     DATA_QOS,
     StartupError,
     as_double_array,
+    ns_to_stamp,
     qos_from_name,
     stamp_to_ns,
     trajectory_from_msg,
@@ -50,6 +51,7 @@ from robot_dynamics.ros.messages import JointStateMatcher as _Matcher
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
 from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_choice
+from robot_dynamics.ros.serialized import SerializedTemplate
 from robot_dynamics.trajectory import JointTrajectorySampler
 
 
@@ -81,6 +83,8 @@ class FeedforwardNode(RobotNode):
         self.trajectories_cancelled = 0
         self._commands = Float64MultiArray()
         self._efforts = JointState()
+        self._commands_raw: SerializedTemplate | None = None
+        self._efforts_raw: SerializedTemplate | None = None
         self.payload_switch = PayloadSwitch(self, self._install_payload_model, _warm_law)
         # The model first (compiling the native backend may take a moment): no message is queued meanwhile.
         self.start_robot()
@@ -129,6 +133,9 @@ class FeedforwardNode(RobotNode):
         self._commands.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
         self._efforts = JointState()
         self._efforts.name = list(model.joint_names)
+        # the outputs serialised once; per message only their stamp and arrays are overwritten
+        self._commands_raw = SerializedTemplate.build(self._commands, ("data",), n, stamped=False)
+        self._efforts_raw = SerializedTemplate.build(self._efforts, ("position", "velocity", "effort"), n, stamped=True)
         self.payload_switch.on_model(model)
 
     def _install_payload_model(self, model: RobotModel) -> None:
@@ -175,11 +182,9 @@ class FeedforwardNode(RobotNode):
         except StateError as exc:
             self.reject("joint_states", exc)
             return
-        stamp_msg = msg.header.stamp
-        stamp = stamp_to_ns(stamp_msg)
+        stamp = stamp_to_ns(msg.header.stamp)
         if stamp == 0:
-            stamp_msg = self.get_clock().now().to_msg()
-            stamp = stamp_to_ns(stamp_msg)
+            stamp = self.get_clock().now().nanoseconds
         tau: FloatArray
         try:
             desired, finished = self.schedule.step(stamp, q, qd)
@@ -205,20 +210,25 @@ class FeedforwardNode(RobotNode):
         if not np.isfinite(tau).all():
             self.reject("joint_states", f"non-finite torque {tau.tolist()} at q={q.tolist()}")
             return
-        data = as_double_array(tau)
         # A topic nobody subscribes to is skipped: DDS would drop the message (volatile durability, no
         # matched reader), but converting and serialising it costs as much as the torque law.
         commands_pub, efforts_pub = self.commands_pub, self.efforts_pub
         if commands_pub is not None and commands_pub.get_subscription_count():
-            self._commands.data = data
-            commands_pub.publish(self._commands)
+            if self._commands_raw is not None:
+                commands_pub.publish(self._commands_raw.fill(None, tau))
+            else:
+                self._commands.data = as_double_array(tau)
+                commands_pub.publish(self._commands)
         if efforts_pub is not None and efforts_pub.get_subscription_count():
-            out = self._efforts
-            out.header.stamp = stamp_msg
-            out.position = as_double_array(q_out)
-            out.velocity = as_double_array(qd_out)
-            out.effort = data
-            efforts_pub.publish(out)
+            if self._efforts_raw is not None:
+                efforts_pub.publish(self._efforts_raw.fill(divmod(stamp, 1_000_000_000), q_out, qd_out, tau))
+            else:
+                out = self._efforts
+                out.header.stamp = ns_to_stamp(stamp)
+                out.position = as_double_array(q_out)
+                out.velocity = as_double_array(qd_out)
+                out.effort = as_double_array(tau)
+                efforts_pub.publish(out)
         self.stats.published += 1
         self.stats.record_compute(time.perf_counter() - t0)
 
