@@ -17,6 +17,7 @@ from robot_dynamics.errors import StateError
 from robot_dynamics.ros.messages import (
     JointStateMatcher,
     ThrottledWarnings,
+    all_finite,
     from_multiarray,
     one_line,
     ordered_arrays,
@@ -72,6 +73,15 @@ def test_finiteness_is_decided_per_model_joint_whatever_the_sum_of_the_message()
             q, qd = m.match(joint_state(names, position.tolist(), velocity.tolist()))
             np.testing.assert_array_equal(q, position[model])
             np.testing.assert_array_equal(qd, velocity[model])
+
+
+def test_all_finite_agrees_with_numpy_whatever_the_sum() -> None:
+    rng = np.random.default_rng(3)
+    pool = [1.5e308, -1.5e308, 1e-300, -2.0, 0.0, math.inf, -math.inf, math.nan]
+    for size in range(8):
+        for _ in range(300):
+            values = rng.choice(pool, size=size)
+            assert all_finite(values.tolist()) == bool(np.isfinite(values).all()), values
 
 
 NON_FINITE = "non-finite values (nan or inf)"  # the engine's wording (robot_dynamics.user_input)

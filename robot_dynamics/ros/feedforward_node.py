@@ -41,6 +41,7 @@ from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.ros.messages import (
     DATA_QOS,
     StartupError,
+    all_finite,
     as_double_array,
     ns_to_stamp,
     qos_from_name,
@@ -207,7 +208,7 @@ class FeedforwardNode(RobotNode):
         except (ValueError, FloatingPointError) as exc:  # the engine refused the state
             self.reject("joint_states", exc)
             return
-        if not np.isfinite(tau).all():
+        if not all_finite(tau.tolist()):
             self.reject("joint_states", f"non-finite torque {tau.tolist()} at q={q.tolist()}")
             return
         # A topic nobody subscribes to is skipped: DDS would drop the message (volatile durability, no

@@ -116,6 +116,20 @@ def from_multiarray(msg: Float64MultiArray) -> FloatArray:
     return data[offset : offset + count].reshape(shape).copy()
 
 
+def all_finite(values: Sequence[float]) -> bool:
+    """Whether every value is finite; a list of floats is the fast case (no NumPy call).
+
+    An exact sum (``math.fsum``) is finite only if every value is; when it is not (an inf or nan, or
+    an overflow of the sum of large finite values) the values are checked one by one.
+    """
+    try:
+        if math.isfinite(math.fsum(values)):
+            return True
+    except (OverflowError, ValueError):
+        pass
+    return bool(np.isfinite(np.asarray(values, dtype=np.float64)).all())
+
+
 # ------------------------------------------------------------------------------------------------
 # joint names and joint-state messages
 # ------------------------------------------------------------------------------------------------
