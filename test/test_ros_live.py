@@ -167,6 +167,37 @@ def test_joint_states_give_the_engines_holding_torques(context: Any, ros: tuple[
     assert all(tuple(np.asarray(m.data)) in effort_set for m in arrays)
 
 
+def test_an_output_without_subscriber_is_skipped_until_one_joins(context: Any, ros: tuple[Spinner, str]) -> None:
+    """Only feedforward/efforts is subscribed at first; a commands subscriber joining later gets torques."""
+    spinner, ns = ros
+    node = start_feedforward(context, spinner, ns)
+    client = spinner.add(client_node(context, ns))
+    efforts = Collector(client, JointState, "feedforward/efforts")
+    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
+    connect(pub, efforts)
+    assert node.commands_pub is not None and node.commands_pub.get_subscription_count() == 0
+    states = {1_000 + k: (RNG.uniform(-1, 1, 6), RNG.uniform(-1, 1, 6)) for k in range(10)}
+    for stamp, (q, qd) in states.items():
+        pub.publish(joint_state(q, qd, stamp))
+        wait_until(lambda stamp=stamp: stamp in by_stamp(efforts.snapshot()), "the torque")
+    assert node.stats.published == len(states)  # every accepted joint state counts, published or not
+    commands = Collector(client, Float64MultiArray, "feedforward/commands")
+    wait_until(lambda: node.commands_pub.get_subscription_count() >= 1, "the late commands subscriber")
+    connect(pub, commands)
+    late = {2_000 + k: (RNG.uniform(-1, 1, 6), RNG.uniform(-1, 1, 6)) for k in range(10)}
+    for k, (stamp, (q, qd)) in enumerate(late.items()):
+        pub.publish(joint_state(q, qd, stamp))
+        wait_until(
+            lambda k=k, stamp=stamp: len(commands.snapshot()) > k and stamp in by_stamp(efforts.snapshot()), "torques"
+        )
+    out = by_stamp(efforts.snapshot())
+    for stamp, (q, qd) in {**states, **late}.items():
+        np.testing.assert_allclose(out[stamp].effort, holding_reference(q, qd), rtol=0, atol=1e-12)
+    # the commands are the late states' torques, in order
+    got = np.array([m.data for m in commands.snapshot()])
+    np.testing.assert_array_equal(got, np.array([out[stamp].effort for stamp in late]))
+
+
 def send_parameters(client: Node, node_name: str, **values: Any) -> None:
     params = AsyncParameterClient(client, node_name)
     wait_until(params.services_are_ready, f"parameter services of {node_name}")

@@ -17,6 +17,7 @@ from robot_dynamics.errors import StateError
 from robot_dynamics.ros.messages import (
     JointStateMatcher,
     ThrottledWarnings,
+    all_finite,
     from_multiarray,
     one_line,
     ordered_arrays,
@@ -46,6 +47,41 @@ def test_joint_states_matched_by_name_in_any_order_extra_joints_ignored() -> Non
     # a non-finite value in an ignored joint does not matter
     q, _ = m.match(joint_state(["a", "b", "c", "x"], [1.0, 2.0, 3.0, math.nan]))
     np.testing.assert_array_equal(q, [1.0, 2.0, 3.0])
+
+
+def test_finiteness_is_decided_per_model_joint_whatever_the_sum_of_the_message() -> None:
+    """The matcher's fast check (a finite sum of the message) must never hide or invent a bad value."""
+    m = JointStateMatcher(JOINTS)
+    big = 1.5e308  # finite, but any two of them overflow a sum
+    q, qd = m.match(joint_state(["a", "b", "c"], [big, big, -big], [big, big, big]))
+    np.testing.assert_array_equal(q, [big, big, -big])
+    np.testing.assert_array_equal(qd, [big, big, big])
+    # inf and -inf in ignored joints (their sum is undefined): still accepted
+    q, _ = m.match(joint_state(["x", "a", "b", "c", "y"], [math.inf, 1.0, 2.0, 3.0, -math.inf]))
+    np.testing.assert_array_equal(q, [1.0, 2.0, 3.0])
+    rng = np.random.default_rng(7)
+    for _ in range(300):  # a bad value in a model joint is always caught, whatever else the message holds
+        position = rng.choice([big, -big, 1.0, math.inf, -math.inf, math.nan], size=5)
+        velocity = rng.choice([big, -big, 0.5, math.inf, math.nan], size=5)
+        names = ["a", "x", "b", "y", "c"]
+        model = [0, 2, 4]
+        bad = not (np.isfinite(position[model]).all() and np.isfinite(velocity[model]).all())
+        if bad:
+            with pytest.raises(StateError, match="non-finite"):
+                m.match(joint_state(names, position.tolist(), velocity.tolist()))
+        else:
+            q, qd = m.match(joint_state(names, position.tolist(), velocity.tolist()))
+            np.testing.assert_array_equal(q, position[model])
+            np.testing.assert_array_equal(qd, velocity[model])
+
+
+def test_all_finite_agrees_with_numpy_whatever_the_sum() -> None:
+    rng = np.random.default_rng(3)
+    pool = [1.5e308, -1.5e308, 1e-300, -2.0, 0.0, math.inf, -math.inf, math.nan]
+    for size in range(8):
+        for _ in range(300):
+            values = rng.choice(pool, size=size)
+            assert all_finite(values.tolist()) == bool(np.isfinite(values).all()), values
 
 
 NON_FINITE = "non-finite values (nan or inf)"  # the engine's wording (robot_dynamics.user_input)

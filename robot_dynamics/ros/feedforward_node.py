@@ -13,6 +13,9 @@ Publishes, for each accepted joint state
     ``joints``), ready for ros2_control's ``effort_controllers/JointGroupEffortController``;
     ``feedforward/efforts`` (sensor_msgs/JointState): the same with joint names, ``effort`` = torques,
     ``position``/``velocity`` = the state they were computed for, ``header.stamp`` = the sample time.
+    Both are serialised once per model and published as bytes (:mod:`.serialized`: only the stamp and
+    the arrays change per message); an output with no matched subscriber is not published at all (a
+    volatile topic's message would reach nobody).
 Serves
     ``~/set_payload`` (robot_dynamics_interfaces/SetPayload): the payload held by the tool, changed at
     run time without interrupting the joint-state loop (:mod:`.payload_service`).
@@ -23,6 +26,11 @@ desired or measured velocity (parameter ``friction_velocity``); otherwise gravit
 compensation at the measured state, ``c(q) + b(qd)``. Friction uses the smooth model by default.
 The law and the trajectory activation rules are :mod:`robot_dynamics.feedforward` (ROS-free, shared
 with the offline bag evaluation).
+
+Diagnostics ``compute_*_us``: per accepted joint state, from the callback's entry to after both
+publishes — matching, the law, the checks and the DDS writes (a write to a subscriber in another
+process wakes it; on a loaded 2-core machine that is most of the time). Not included: the executor's
+wait and its deserialisation of the incoming message before the callback.
 """
 
 from __future__ import annotations
@@ -41,7 +49,9 @@ from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.ros.messages import (
     DATA_QOS,
     StartupError,
+    all_finite,
     as_double_array,
+    ns_to_stamp,
     qos_from_name,
     stamp_to_ns,
     trajectory_from_msg,
@@ -50,6 +60,7 @@ from robot_dynamics.ros.messages import JointStateMatcher as _Matcher
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
 from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_choice
+from robot_dynamics.ros.serialized import SerializedTemplate
 from robot_dynamics.trajectory import JointTrajectorySampler
 
 
@@ -81,6 +92,8 @@ class FeedforwardNode(RobotNode):
         self.trajectories_cancelled = 0
         self._commands = Float64MultiArray()
         self._efforts = JointState()
+        self._commands_raw: SerializedTemplate | None = None
+        self._efforts_raw: SerializedTemplate | None = None
         self.payload_switch = PayloadSwitch(self, self._install_payload_model, _warm_law)
         # The model first (compiling the native backend may take a moment): no message is queued meanwhile.
         self.start_robot()
@@ -129,6 +142,9 @@ class FeedforwardNode(RobotNode):
         self._commands.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
         self._efforts = JointState()
         self._efforts.name = list(model.joint_names)
+        # the outputs serialised once; per message only their stamp and arrays are overwritten
+        self._commands_raw = SerializedTemplate.build(self._commands, ("data",), n, stamped=False)
+        self._efforts_raw = SerializedTemplate.build(self._efforts, ("position", "velocity", "effort"), n, stamped=True)
         self.payload_switch.on_model(model)
 
     def _install_payload_model(self, model: RobotModel) -> None:
@@ -175,11 +191,9 @@ class FeedforwardNode(RobotNode):
         except StateError as exc:
             self.reject("joint_states", exc)
             return
-        stamp_msg = msg.header.stamp
-        stamp = stamp_to_ns(stamp_msg)
+        stamp = stamp_to_ns(msg.header.stamp)
         if stamp == 0:
-            stamp_msg = self.get_clock().now().to_msg()
-            stamp = stamp_to_ns(stamp_msg)
+            stamp = self.get_clock().now().nanoseconds
         tau: FloatArray
         try:
             desired, finished = self.schedule.step(stamp, q, qd)
@@ -202,20 +216,28 @@ class FeedforwardNode(RobotNode):
         except (ValueError, FloatingPointError) as exc:  # the engine refused the state
             self.reject("joint_states", exc)
             return
-        if not np.isfinite(tau).all():
+        if not all_finite(tau.tolist()):
             self.reject("joint_states", f"non-finite torque {tau.tolist()} at q={q.tolist()}")
             return
-        data = as_double_array(tau)
-        if self.commands_pub is not None:
-            self._commands.data = data
-            self.commands_pub.publish(self._commands)
-        if self.efforts_pub is not None:
-            out = self._efforts
-            out.header.stamp = stamp_msg
-            out.position = as_double_array(q_out)
-            out.velocity = as_double_array(qd_out)
-            out.effort = data
-            self.efforts_pub.publish(out)
+        # A topic nobody subscribes to is skipped: DDS would drop the message (volatile durability, no
+        # matched reader), but converting and serialising it costs as much as the torque law.
+        commands_pub, efforts_pub = self.commands_pub, self.efforts_pub
+        if commands_pub is not None and commands_pub.get_subscription_count():
+            if self._commands_raw is not None:
+                commands_pub.publish(self._commands_raw.fill(None, tau))
+            else:
+                self._commands.data = as_double_array(tau)
+                commands_pub.publish(self._commands)
+        if efforts_pub is not None and efforts_pub.get_subscription_count():
+            if self._efforts_raw is not None:
+                efforts_pub.publish(self._efforts_raw.fill(divmod(stamp, 1_000_000_000), q_out, qd_out, tau))
+            else:
+                out = self._efforts
+                out.header.stamp = ns_to_stamp(stamp)
+                out.position = as_double_array(q_out)
+                out.velocity = as_double_array(qd_out)
+                out.effort = as_double_array(tau)
+                efforts_pub.publish(out)
         self.stats.published += 1
         self.stats.record_compute(time.perf_counter() - t0)
 

@@ -14,6 +14,7 @@ executors, ``run_nodes``) in :mod:`robot_dynamics.ros.process`.
 from __future__ import annotations
 
 import array
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -115,6 +116,20 @@ def from_multiarray(msg: Float64MultiArray) -> FloatArray:
     return data[offset : offset + count].reshape(shape).copy()
 
 
+def all_finite(values: Sequence[float]) -> bool:
+    """Whether every value is finite; a list of floats is the fast case (no NumPy call).
+
+    An exact sum (``math.fsum``) is finite only if every value is; when it is not (an inf or nan, or
+    an overflow of the sum of large finite values) the values are checked one by one.
+    """
+    try:
+        if math.isfinite(math.fsum(values)):
+            return True
+    except (OverflowError, ValueError):
+        pass
+    return bool(np.isfinite(np.asarray(values, dtype=np.float64)).all())
+
+
 # ------------------------------------------------------------------------------------------------
 # joint names and joint-state messages
 # ------------------------------------------------------------------------------------------------
@@ -180,18 +195,24 @@ class JointStateMatcher:
         if isinstance(index, str):
             raise StateError(index)
         count = len(key)
-        position = np.frombuffer(msg.position, dtype=np.float64) if len(msg.position) else np.empty(0)
-        if position.size != count:
-            raise StateError(f"{what}: {position.size} positions for {count} joint names")
-        q = position[index]
-        if len(msg.velocity):
-            velocity = np.frombuffer(msg.velocity, dtype=np.float64)
-            if velocity.size != count:
-                raise StateError(f"{what}: {velocity.size} velocities for {count} joint names")
-            qd = velocity[index]
+        position, velocity = msg.position, msg.velocity  # array.array('d'): each property read once
+        if len(position) != count:
+            raise StateError(f"{what}: {len(position)} positions for {count} joint names")
+        q = np.frombuffer(position, dtype=np.float64)[index]
+        if len(velocity):
+            if len(velocity) != count:
+                raise StateError(f"{what}: {len(velocity)} velocities for {count} joint names")
+            qd = np.frombuffer(velocity, dtype=np.float64)[index]
         else:
             qd = self._zeros.copy()
-        if not (np.isfinite(q).all() and np.isfinite(qd).all()):
+        # Fast proof that every value is finite: a finite exact sum of the message's arrays (an inf or
+        # nan makes it inf/nan or raises). Otherwise (possibly only an ignored joint, or an overflow of
+        # the sum) the model joints are checked one by one.
+        try:
+            finite = math.isfinite(math.fsum(position)) and math.isfinite(math.fsum(velocity))
+        except (OverflowError, ValueError):
+            finite = False
+        if not finite and not (np.isfinite(q).all() and np.isfinite(qd).all()):
             problem = non_finite_message(f"{what}: position", q, self.joint_names)
             problem = problem or non_finite_message(f"{what}: velocity", qd, self.joint_names)
             raise StateError(problem)
