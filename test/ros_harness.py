@@ -6,11 +6,12 @@ messages, ready services) with generous time-outs for a loaded 2-core machine.
 
 from __future__ import annotations
 
+import itertools
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import rclpy
@@ -20,6 +21,32 @@ from rclpy.node import Node
 from robot_dynamics.ros.process import stop_executors
 
 TIMEOUT = 30.0
+_names = itertools.count()
+
+
+def unique_name(prefix: str) -> str:
+    """A node or namespace name no other test of this session uses."""
+    return f"{prefix}{next(_names)}_{int(time.monotonic() * 1000) % 100000}"
+
+
+def private_context() -> Iterator[rclpy.context.Context]:
+    """An initialised rclpy context of its own (a module fixture's body: ``yield from``)."""
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, args=[])
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
+def spinner_in_namespace(context: rclpy.context.Context, prefix: str) -> Iterator[tuple[Spinner, str]]:
+    """A spinner and a fresh namespace for one test (a fixture's body: ``yield from``)."""
+    spinner = Spinner(context)
+    yield spinner, "/" + unique_name(prefix)
+    spinner.close()
+
+
+def client_node(context: rclpy.context.Context, ns: str, prefix: str = "test_client_") -> Node:
+    """A plain node for a test's clients, publishers and subscriptions."""
+    return Node(unique_name(prefix), namespace=ns, context=context)
 
 
 def wait_until(predicate: Callable[[], object], what: str, timeout: float = TIMEOUT) -> None:

@@ -7,12 +7,10 @@ engine's torques of the model.
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,9 +21,8 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not install
 
 from builtin_interfaces.msg import Duration  # noqa: E402
 from engine_reference import EXAMPLE_ROBOTS  # noqa: E402
-from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from ros_harness import Collector, Spinner, call, wait_until  # noqa: E402
+from ros_harness import Collector, Spinner, call, client_node, private_context, spinner_in_namespace, wait_until  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
@@ -45,22 +42,16 @@ TOPIC_NAMES = [f"arm_{i}" for i in range(1, 7)]
 JOINT_MAP = [f"arm_{i}=joint{i}" for i in range(1, 7)]
 PANDA = EXAMPLE_ROBOTS / "panda_description" / "urdf" / "panda.urdf"
 RNG = np.random.default_rng(7)
-_counter = itertools.count()
 
 
 @pytest.fixture(scope="module")
 def context() -> Iterator[Any]:
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, args=[])
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
+    yield from private_context()
 
 
 @pytest.fixture
 def ros(context: Any) -> Iterator[tuple[Spinner, str]]:
-    spinner = Spinner(context)
-    yield spinner, f"/jm{next(_counter)}_{int(time.monotonic() * 1000) % 100000}"
-    spinner.close()
+    yield from spinner_in_namespace(context, "jm")
 
 
 def overrides(**params: Any) -> list[Parameter[Any]]:
@@ -87,7 +78,7 @@ def test_feedforward_node_with_a_joint_map_answers_renamed_joint_states(context:
         FeedforwardNode(namespace=ns, context=context, parameter_overrides=overrides(joint_map=JOINT_MAP))
     )
     assert isinstance(node, FeedforwardNode)
-    client = spinner.add(Node(f"jm_client_{next(_counter)}", namespace=ns, context=context))
+    client = spinner.add(client_node(context, ns, "jm_client_"))
     efforts = Collector(client, JointState, "feedforward/efforts")
     js_pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
     traj_pub = client.create_publisher(JointTrajectory, "joint_trajectory", DATA_QOS)
@@ -149,7 +140,7 @@ def test_feedforward_node_with_a_joint_map_answers_renamed_joint_states(context:
 def test_service_node_speaks_the_topic_names(context: Any, ros: tuple[Spinner, str]) -> None:
     spinner, ns = ros
     spinner.add(DynamicsServiceNode(namespace=ns, context=context, parameter_overrides=overrides(joint_map=JOINT_MAP)))
-    client = spinner.add(Node(f"jm_client_{next(_counter)}", namespace=ns, context=context))
+    client = spinner.add(client_node(context, ns, "jm_client_"))
     q = RNG.uniform(-1, 1, 6)
     order = [3, 0, 5, 1, 4, 2]
     request = GetDynamicsCoefficients.Request(joint_names=[TOPIC_NAMES[i] for i in order], position=q[order].tolist())
@@ -203,7 +194,7 @@ def test_chain_parameters_choose_the_panda_arm(context: Any, ros: tuple[Spinner,
     panda = load_robot(PANDA, tip_link="panda_hand_tcp", locked_joints=locks)
     assert isinstance(node, DynamicsServiceNode) and node.model is not None
     assert node.model.joint_names == [f"fer_joint{i}" for i in range(1, 8)]
-    client = spinner.add(Node(f"jm_client_{next(_counter)}", namespace=ns, context=context))
+    client = spinner.add(client_node(context, ns, "jm_client_"))
     q = RNG.uniform(-1, 1, 7)
     res = call(
         client.create_client(GetDynamicsCoefficients, "get_dynamics_coefficients"),

@@ -6,7 +6,6 @@ session never see each other's topics.
 
 from __future__ import annotations
 
-import itertools
 import math
 import sys
 import time
@@ -24,7 +23,7 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
-from ros_harness import Collector, Spinner, call, wait_until  # noqa: E402
+from ros_harness import Collector, Spinner, call, client_node, private_context, spinner_in_namespace, wait_until  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
@@ -67,27 +66,17 @@ pytestmark = pytest.mark.ros
 PUMA = load_robot("puma560")
 NAMES = PUMA.joint_names
 RNG = np.random.default_rng(2024)
-_counter = itertools.count()
 
 
 @pytest.fixture(scope="module")
 def context() -> Iterator[Any]:
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, args=[])
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
+    yield from private_context()
 
 
 @pytest.fixture
 def ros(context: Any) -> Iterator[tuple[Spinner, str]]:
     """A spinner and a fresh namespace for one test."""
-    spinner = Spinner(context)
-    yield spinner, f"/t{next(_counter)}_{int(time.monotonic() * 1000) % 100000}"
-    spinner.close()
-
-
-def client_node(context: Any, ns: str) -> Node:
-    return Node(f"test_client_{next(_counter)}", namespace=ns, context=context)
+    yield from spinner_in_namespace(context, "t")
 
 
 def joint_state(q: np.ndarray, qd: np.ndarray, stamp_ns: int, order: list[int] | None = None) -> JointState:

@@ -28,7 +28,16 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import Inertia, Vector3  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from ros_harness import Collector, NodeProcess, Spinner, call, wait_until  # noqa: E402
+from ros_harness import (  # noqa: E402
+    Collector,
+    NodeProcess,
+    Spinner,
+    call,
+    client_node,
+    private_context,
+    spinner_in_namespace,
+    wait_until,
+)
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from robot_dynamics.dynamics import coriolis_centrifugal, gravity_torques, inertia_matrix, inverse_dynamics  # noqa: E402
@@ -48,7 +57,6 @@ pytestmark = pytest.mark.ros
 PUMA = load_robot("puma560")
 NAMES = PUMA.joint_names
 RNG = np.random.default_rng(77)
-_counter = itertools.count()
 # a tool frame off the flange, so the payload's frame matters: 12 cm out, turned
 TOOL = np.eye(4)
 TOOL[:3, :3] = axis_angle_matrix(np.array([0.0, 0.6, 0.8]), 0.9)
@@ -59,21 +67,12 @@ INERTIA = np.array([[0.012, 0.001, -0.002], [0.001, 0.015, 0.0005], [-0.002, 0.0
 
 @pytest.fixture(scope="module")
 def context() -> Iterator[Any]:
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, args=[])
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
+    yield from private_context()
 
 
 @pytest.fixture
 def ros(context: Any) -> Iterator[tuple[Spinner, str]]:
-    spinner = Spinner(context)
-    yield spinner, f"/p{next(_counter)}_{int(time.monotonic() * 1000) % 100000}"
-    spinner.close()
-
-
-def client_node(context: Any, ns: str) -> Node:
-    return Node(f"payload_client_{next(_counter)}", namespace=ns, context=context)
+    yield from spinner_in_namespace(context, "p")
 
 
 def inertia_msg(mass: float, com: np.ndarray, inertia: np.ndarray) -> Inertia:
@@ -123,7 +122,7 @@ def test_set_payload_changes_the_feedforward_torques_and_clearing_restores_them(
     assert isinstance(node, FeedforwardNode) and node.model is not None
     model = node.model
     assert np.allclose(model.tool, TOOL)
-    client = spinner.add(client_node(context, ns))
+    client = spinner.add(client_node(context, ns, "payload_client_"))
     efforts = Collector(client, JointState, "feedforward/efforts")
     diagnostics = Collector(client, DiagnosticArray, "/diagnostics")
     pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
@@ -202,7 +201,7 @@ def test_set_payload_changes_the_services_d_h_c(context: Any, ros: tuple[Spinner
         namespace=ns, context=context, parameter_overrides=[Parameter("robot_config", value="puma560")]
     )
     spinner.add(node)
-    client = spinner.add(client_node(context, ns))
+    client = spinner.add(client_node(context, ns, "payload_client_"))
     coefficients = client.create_client(GetDynamicsCoefficients, "get_dynamics_coefficients")
     inverse = client.create_client(InverseDynamics, "inverse_dynamics")
     set_payload = client.create_client(SetPayload, "dynamics_service_node/set_payload")
@@ -280,7 +279,7 @@ def test_payload_keeps_the_trajectory_and_a_new_robot_description_clears_it(
     from robot_dynamics.ros.messages import ROBOT_DESCRIPTION_QOS
 
     spinner, ns = ros
-    client = spinner.add(client_node(context, ns))
+    client = spinner.add(client_node(context, ns, "payload_client_"))
     description = client.create_publisher(String, "robot_description", ROBOT_DESCRIPTION_QOS)
     description.publish(String(data=robot_urdf()))
     overrides = [
