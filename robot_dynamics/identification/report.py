@@ -27,8 +27,8 @@ from robot_dynamics.models.chain_yaml import dumps_chain_yaml, write_text_atomic
 
 from .parameters import IdentificationError, link_parameters, nominal_parameters, physical_problem
 from .pipeline import IdentificationResult
-from .regressor import regressor
-from .samples import BagTask, friction_law, held_out_series
+from .regressor import friction_law, regressor
+from .samples import BagTask, held_out_series
 
 FORMATS = ("yaml", "urdf")
 

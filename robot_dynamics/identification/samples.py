@@ -19,7 +19,7 @@ For each bag, independently of every other (so bags can be processed anywhere an
    and, span by span, build the regressor's non-zero rows chunk by chunk (bounded memory) and
    reduce to per-joint normal equations ``Y^T Y``, ``Y^T tau``, ``tau^T tau``,
    after subtracting the torque the parameter set leaves at its model value (the model's inverse
-   dynamics with the fitted friction law, :func:`friction_law`, minus ``Y theta_nominal``: other links
+   dynamics with the fitted friction law, :func:`.regressor.friction_law`, minus ``Y theta_nominal``: other links
    for a payload fit, Stribeck, the asymmetric Coulomb part, ...); the stock model's squared errors
    (smooth friction, as the nodes compute it) are summed alongside for the nominal-vs-identified
    comparison.
@@ -44,7 +44,6 @@ from .estimate import NormalEquations
 from .parallel import map_tasks
 from .parameters import IdentificationError, ParameterSet
 from .spans import Plan, Span, SpanResult, derivatives, fold, plan, reduce_span, shared, spans
-from .spans import friction_law as friction_law  # re-exported: the law the plots compare with
 
 CHUNK = 20_000  # states per regressor block (~100 MB of temporaries for a 7-DoF arm)
 MIN_MOTION = 0.01  # rad or m, peak to peak: less and the joint counts as standing still in that bag

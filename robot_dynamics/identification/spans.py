@@ -25,18 +25,7 @@ from robot_dynamics.model import FloatArray, RobotModel
 
 from .estimate import NormalEquations, _gram
 from .parameters import IdentificationError, ParameterSet, nominal_parameters
-from .regressor import joint_rows, with_coulomb_velocity
-
-
-def friction_law(model: RobotModel, pset: ParameterSet) -> tuple[bool, RobotModel]:
-    """``(smooth, model)`` whose inverse dynamics is the law ``Y theta`` is fitted with: exact sign for
-    ``coulomb="sign"``; else smooth, with the set's tanh width where Coulomb friction is identified
-    (and the model's own widths where it is not, as the nodes compute it)."""
-    if pset.coulomb == "sign":
-        return False, model
-    if pset.coulomb == "tanh" and any(j.friction.smoothing_velocity != pset.coulomb_velocity for j in model.joints):
-        return True, with_coulomb_velocity(model, pset.coulomb_velocity)
-    return True, model
+from .regressor import friction_law, joint_rows
 
 
 def accumulate_parts(
