@@ -30,9 +30,9 @@ import numpy as np
 from ..friction.law import friction_program, interp
 from ..friction.parameters import FrictionParameters
 from ..model import FloatArray
+from ._kernel_key import FRICTION_VARIANTS
 from ._trace import Kernel, Scalar, Tape
 
-VARIANTS = ("exact", "tanh", "linear")
 """The friction variants: ``smooth=False``, and ``smooth=True`` with ``smooth_kind`` "tanh"/"linear"."""
 
 
@@ -61,11 +61,11 @@ def trace_friction(
     force: Sequence[Scalar] | None,
     moment: Sequence[Scalar] | None,
 ) -> list[Scalar]:
-    """``tau + friction`` of ``variant`` (:data:`VARIANTS`) on traced values (``force``, ``moment``:
+    """``tau + friction`` of ``variant`` (:data:`FRICTION_VARIANTS`) on traced values (``force``, ``moment``:
     the reactions flattened to ``3 n``, or ``None`` without bearing friction). ``tape`` must have been
     created with :data:`FUNCTIONS`."""
-    if variant not in VARIANTS:
-        raise ValueError(f"friction variant must be one of {VARIANTS}, got {variant!r}")
+    if variant not in FRICTION_VARIANTS:
+        raise ValueError(f"friction variant must be one of {FRICTION_VARIANTS}, got {variant!r}")
     smooth = variant != "exact"
     kind = variant if smooth else "tanh"
     return friction_program(p, qd, tau, force, moment, tape, smooth=smooth, kind=kind, include_tau=True)
