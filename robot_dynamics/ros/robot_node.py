@@ -257,32 +257,26 @@ class RobotNode(Node):
                 f"waiting for the robot on {self.resolve_topic_name('robot_description')} (transient local)"
             )
             return
-        self._set_model(
-            load_robot_model(
-                description,
-                str(self.param("robot_config")),
-                self.param("base_link"),
-                self.param("tip_link"),
-                self._gravity,
-                self.get_logger().warning,
-                self._locks,
-                self._joint_map,
-            )
+        self._set_model(self._load_model(description, str(self.param("robot_config"))))
+
+    def _load_model(self, description: str, config: str) -> RobotModel:
+        """The model of a URDF ``description`` (else the robot ``config``) with this node's chain,
+        gravity, locks and joint map parameters."""
+        return load_robot_model(
+            description,
+            config,
+            self.param("base_link"),
+            self.param("tip_link"),
+            self._gravity,
+            self.get_logger().warning,
+            self._locks,
+            self._joint_map,
         )
 
     def _on_description(self, msg: String) -> None:
         first = self.model is None
         try:
-            model = load_robot_model(
-                msg.data,
-                "",
-                self.param("base_link"),
-                self.param("tip_link"),
-                self._gravity,
-                self.get_logger().warning,
-                self._locks,
-                self._joint_map,
-            )
+            model = self._load_model(msg.data, "")
         except StartupError as exc:
             if first:
                 raise StartupError(f"robot_description topic: {exc}") from None
