@@ -36,6 +36,7 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from robot_dynamics.dynamics._state import as_batch, states
 from robot_dynamics.dynamics.inverse import inverse_dynamics
 from robot_dynamics.errors import StateError
 from robot_dynamics.model import FloatArray, RobotModel
@@ -288,20 +289,17 @@ def joint_rows(
 
 
 def _states(model: RobotModel, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> tuple[bool, list[FloatArray]]:
-    arrays = [np.asarray(x, dtype=float) for x in (q, qd, qdd)]
-    single = arrays[0].ndim == 1
-    out = []
-    for name, arr in zip(("q", "qd", "qdd"), arrays, strict=True):
-        a = arr[None, :] if arr.ndim == 1 else arr
-        if a.ndim != 2 or a.shape[1] != model.dof or a.shape != (arrays[0].reshape(-1, model.dof).shape):
+    """``(single, [q, qd, qdd] as (N, n))``: the engine's validation (shapes, finiteness, its wording),
+    and one shape for all three (the regressor does not broadcast one state over a batch)."""
+    shapes = [np.shape(x) for x in (q, qd, qdd)]
+    batch, values = states(model, q=q, qd=qd, qdd=qdd)
+    for name, shape in zip(("qd", "qdd"), shapes[1:], strict=True):
+        if shape != shapes[0]:
             raise StateError(
                 f"{name}: expected shape (n,) or (N, n) with n = {model.dof} (robot {model.name!r}) and the same "
-                f"shape for q, qd, qdd; got {arr.shape}"
+                f"shape for q, qd, qdd; got {shape}"
             )
-        if not np.all(np.isfinite(a)):
-            raise StateError(f"{name}: non-finite values")
-        out.append(a)
-    return single, out
+    return not batch, as_batch(batch, values)
 
 
 def regressor(
