@@ -127,6 +127,15 @@ def library(model: RobotModel, K: ModelKernels, backend: str | None) -> Compiled
     return None if isinstance(found, bool) else found
 
 
+def _resolve_default(model: RobotModel, K: ModelKernels) -> CompiledLibrary | None:
+    """:func:`library` for ``backend=None`` on a model that was not prepared, remembered on ``K`` with
+    the process default it was resolved under (the single-state hot path then reads it in one
+    attribute, and resolves again when the default changes)."""
+    found = library(model, K, None)
+    K.default_native, K.default_for = found, _default
+    return found
+
+
 # -- keys -------------------------------------------------------------------------------------------
 def friction_variant(smooth: bool | None, smooth_kind: str) -> FrictionVariant:
     """The friction program: "exact" (discontinuous) unless ``smooth``; a bad ``smooth_kind`` is an error."""
@@ -187,10 +196,10 @@ def single(model: RobotModel, K: ModelKernels, backend: str | None, key: KernelK
     further checks; ``None`` for anything else (and for a forward-dynamics pivot that is not positive):
     the caller then validates and calls :func:`evaluate`, which reports. (The hot path: the common
     cases of :func:`library` are decided inline.)"""
-    if backend is None and K.native is not None:
-        native: CompiledLibrary | None = K.native
-    elif backend is None and (K.pinned_python or _default == "python"):  # (_default: default_backend()'s)
-        native = None
+    if backend is None:
+        native = K.native
+        if native is None and not K.pinned_python:
+            native = K.default_native if K.default_for is _default else _resolve_default(model, K)
     else:
         native = library(model, K, backend)
     if native is not None:

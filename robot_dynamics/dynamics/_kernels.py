@@ -62,6 +62,10 @@ class ModelKernels:
         self.native: CompiledLibrary | None = None  # the backend=None library, set by _dispatch.prepare
         self.native_library: CompiledLibrary | bool | None = None  # loaded library; False: unavailable
         self.pinned_python = False  # _dispatch.prepare(model, "python"): backend=None stays Python
+        # the library backend=None resolved to under the process default (None: Python), and that
+        # default (_dispatch._default; "unresolved" until the first call)
+        self.default_native: CompiledLibrary | None = None
+        self.default_for: str | None = "unresolved"
         self._model = weakref.ref(model)
 
     def needs_reactions(self, model: RobotModel) -> bool:
