@@ -29,7 +29,7 @@ from robot_dynamics import _native
 from robot_dynamics.dynamics import _c_codegen, _dispatch, native
 from robot_dynamics.dynamics._kernels import kernels
 from robot_dynamics.dynamics.stick_slip import forward_dynamics_with_friction
-from robot_dynamics.errors import StateError
+from robot_dynamics.errors import RobotDynamicsError, StateError
 from robot_dynamics.friction import apply_friction
 from robot_dynamics.model import DHRow, DHTable, Inertial, RobotModel, from_dh
 
@@ -302,6 +302,91 @@ def test_threads_use_their_own_buffers(cache: Path) -> None:
     for out in results.values():
         _close("threaded", out, expected)
     assert len(results) == 4
+
+
+def test_large_batches_split_over_threads_give_the_same_values(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of at least 2 x 4096 states runs on several threads, each on whole lane blocks; every
+    state is computed alone, so any split gives the one-thread values bit for bit (and the Python
+    batch's). Odd sizes and thread counts exercise the runs' ends; a wrong offset would leave parts
+    of the uninitialised output or repeat states."""
+    model = _load("panda")
+    n = model.dof
+    q, qd, qdd = random_states(130, n, 3 * 4096 + 7)
+    calls = {
+        "ID": lambda: rd.inverse_dynamics(model, q, qd, qdd, backend="native"),
+        "D": lambda: rd.inertia_matrix(model, q, backend="native"),
+        "FD": lambda: rd.forward_dynamics(model, q, qd, qdd, friction=False, backend="native"),
+    }
+    try:
+        rd.set_batch_threads(1)
+        expected = {what: call() for what, call in calls.items()}
+        np.testing.assert_array_equal(expected["D"], rd.inertia_matrix(model, q, backend="python"))
+        for threads in (2, 3, 7):
+            rd.set_batch_threads(threads)
+            for what, call in calls.items():
+                np.testing.assert_array_equal(call(), expected[what], err_msg=f"{what}, {threads} threads")
+    finally:
+        rd.set_batch_threads(None)
+    monkeypatch.setenv(native.THREADS_ENV, "3")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert rd.batch_threads() == 3
+    monkeypatch.delenv(native.THREADS_ENV)
+    assert rd.batch_threads() == 1  # Dask's workers set OMP_NUM_THREADS to their share
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert rd.batch_threads() >= 1
+    rd.set_batch_threads(2)
+    assert rd.batch_threads() == 2
+    rd.set_batch_threads(None)
+    monkeypatch.setenv(native.THREADS_ENV, "two")
+    with pytest.raises(RobotDynamicsError, match=r"\$ROBOT_DYNAMICS_THREADS must be a positive integer, not 'two'"):
+        rd.batch_threads()
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="positive integer"):
+            rd.set_batch_threads(bad)  # type: ignore[arg-type]
+    library = native.load(model)
+    assert library is not None
+    batch = library.batch[_dispatch.INERTIA[library.motors]]
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        batch._function(q, np.empty((q.shape[0], n * n)), 0)
+
+
+def test_batch_sin_cos_on_whole_vectors_and_beyond_the_table(cache: Path) -> None:
+    """A batch evaluates sin/cos a vector of lanes at a time; a block with any angle beyond the
+    table's range (|q| > 1e5) takes the C library lane by lane, and a block of equal angles is
+    computed once. Each gives the Python batch's values bit for bit."""
+    model = rd.load_robot("puma560")
+    rng = np.random.default_rng(131)
+    q = rng.uniform(-10.0, 10.0, (64, 6))
+    q[5, 2] = 2.5e5  # one lane of one block beyond the table
+    q[17, :] = -3e7
+    q[40:44] = q[40]  # a block of one state repeated
+    q[50, 1] = 1e5  # at the limit: still the table
+    for call in (
+        lambda b: rd.inertia_matrix(model, q, backend=b),
+        lambda b: rd.gravity_torques(model, q, backend=b),
+    ):
+        np.testing.assert_array_equal(call("native"), call("python"))
+
+
+def test_the_default_backend_is_resolved_again_when_it_changes(cache: Path) -> None:
+    """``backend=None`` on a model that was not prepared remembers what the process default gave it,
+    until the default changes."""
+    model = rd.load_robot("fu_two_link")
+    K = kernels(model)
+    q = np.array([0.3, -0.2])
+    previous = rd.set_default_backend("native")
+    try:
+        expected = rd.inertia_matrix(model, q, backend="python")
+        np.testing.assert_array_equal(rd.inertia_matrix(model, q), expected)
+        assert isinstance(K.default_native, native.NativeModel)
+        rd.set_default_backend("python")
+        np.testing.assert_array_equal(rd.inertia_matrix(model, q), expected)
+        assert K.default_native is None and K.default_for == "python"
+        rd.set_default_backend("native")
+        rd.inertia_matrix(model, q)
+        assert isinstance(K.default_native, native.NativeModel)
+    finally:
+        rd.set_default_backend(previous)
 
 
 def test_backend_selection(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,6 +34,7 @@ from .energy import kinetic_energy, potential_energy
 from .forward import forward_dynamics
 from .inverse import InverseDynamicsBreakdown, inverse_dynamics, rnea_with_reactions
 from .kinematics import com_positions, forward_kinematics, frame_poses, jacobian
+from .native import batch_threads, set_batch_threads
 from .simulate import SimulationResult, TorqueProfile, simulate
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "RobmatCoefficients",
     "SimulationResult",
     "TorqueProfile",
+    "batch_threads",
     "com_positions",
     "coriolis_centrifugal",
     "coriolis_matrix",
@@ -58,6 +60,7 @@ __all__ = [
     "prepare",
     "rnea_with_reactions",
     "robmat_coefficients",
+    "set_batch_threads",
     "set_default_backend",
     "simulate",
 ]

@@ -9,15 +9,17 @@ so a kernel becomes one ``static`` C function of ``const`` locals.
 2 lanes with SSE2/NEON, 4 with AVX2): a batch runs ``RD_LANES`` states at once through the same
 straight-line code — every operation is done lane by lane in IEEE arithmetic, so each lane gives
 exactly what the scalar program would — and one state fills all lanes with itself. Constants are
-splatted (``RD_SPLAT``); sin/cos of the joint angles and the friction's ``exp`` run lane by lane,
-``sqrt`` (``hypot``), ``tanh`` and the efficiency-curve ``interp`` are vector code. ::
+splatted (``RD_SPLAT``); sin/cos of the joint angles are vector code but for the table reads,
+``sqrt`` (``hypot``), ``tanh`` and the efficiency-curve ``interp`` are vector code, the friction's
+``exp`` runs lane by lane. ::
 
     static void k3(const rd_v *restrict in_q, const rd_v *restrict in_qd, ..., rd_v *restrict out)
 
 sin and cos of the joint angles use :c:func:`rd_sincos`: the table + short polynomial method of
 :mod:`._sincos` (about 1e-16 absolute, 4x faster than the C library's ``sincos``; the C library
-beyond ``|q| > 1e5``), so the native batch reproduces the Python batch path's values; a one-state
-call uses the C library's ``sin``/``cos`` like the Python single-state path (``math.sin``).
+beyond ``|q| > 1e5``, lane by lane), so the native batch reproduces the Python batch path's values;
+a one-state call uses the C library's ``sin``/``cos`` like the Python single-state path
+(``math.sin``).
 
 Programs with friction (:mod:`._friction_trace`) also compare, select and call the friction's
 functions; a comparison becomes a lane mask ``rd_m`` (all bits set where true), a select
@@ -87,10 +89,9 @@ static inline void rd_sincos(double q, double *s, double *c)
    math.sin and math.cos, so that a single call gives the Python backend's values bit for bit */
 static _Thread_local int rd_single_state;
 
-static inline void rd_vsincos(rd_v q, rd_v *s, rd_v *c)
+static inline __attribute__((always_inline)) void rd_vsincos(rd_v q, rd_v *s, rd_v *c)
 {{
-    rd_v sv, cv;
-    int same = 1; /* one state in every lane (a single call): compute once */
+    int same = 1, inside = 1; /* same: one state in every lane (a single call), computed once */
     for (int l = 1; l < RD_LANES; ++l) same &= q[l] == q[0];
     if (same) {{
         double s0, c0;
@@ -103,14 +104,35 @@ static inline void rd_vsincos(rd_v q, rd_v *s, rd_v *c)
         *c = RD_SPLAT(c0);
         return;
     }}
-    for (int l = 0; l < RD_LANES; ++l) {{
-        double sl, cl;
-        rd_sincos(q[l], &sl, &cl);
-        sv[l] = sl;
-        cv[l] = cl;
+    for (int l = 0; l < RD_LANES; ++l) inside &= fabs(q[l]) <= {_hex(LIMIT)};
+    if (!inside) {{
+        rd_v sv, cv;
+        for (int l = 0; l < RD_LANES; ++l) {{
+            double sl, cl;
+            rd_sincos(q[l], &sl, &cl);
+            sv[l] = sl;
+            cv[l] = cl;
+        }}
+        *s = sv;
+        *c = cv;
+        return;
     }}
-    *s = sv;
-    *c = cv;
+    /* rd_sincos on every lane at once: the same operations in the same order, so the same values;
+       k mod RD_TABLE is read from the low bits of k + 1.5 * 2^52, whose unit in the last place is 1 */
+    const rd_v shifted = q * RD_SPLAT({_hex(1.0 / _STEP)}) + RD_SPLAT(0x1.8p52);
+    const rd_v k = shifted - RD_SPLAT(0x1.8p52);
+    const rd_v r = (q - k * RD_SPLAT({_hex(_STEP_HI)})) - k * RD_SPLAT({_hex(_STEP_LO)});
+    const __typeof__(q < q) index = (__typeof__(q < q))shifted & (RD_TABLE - 1);
+    rd_v sk, ck;
+    for (int l = 0; l < RD_LANES; ++l) {{
+        sk[l] = rd_sin_table[index[l]];
+        ck[l] = rd_cos_table[index[l]];
+    }}
+    const rd_v r2 = r * r;
+    const rd_v sin_r = r - r * (r2 * RD_SPLAT({_hex(1.0 / 6.0)}));
+    const rd_v one_minus_cos_r = r2 * (RD_SPLAT(0.5) - r2 * RD_SPLAT({_hex(1.0 / 24.0)}));
+    *s = sk + (ck * sin_r - sk * one_minus_cos_r);
+    *c = ck - (ck * one_minus_cos_r + sk * sin_r);
 }}
 """
 

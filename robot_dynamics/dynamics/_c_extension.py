@@ -8,7 +8,8 @@ library), with per entry point ``eK`` two functions::
     eK(a0, ..., ak)          # one state -> float64 array, or None (not a float64 vector of the right
                              # length, or not finite: the caller validates and reports)
     eK(a0, ..., ak, out)     # one state into the float64 buffer out -> status 0, 1 or 2
-    eK_batch(a0, ..., ak, out)   # row-major (count, k) buffers; loops in C, GIL released for big batches
+    eK_batch(a0, ..., ak, out[, threads])   # row-major (count, k) buffers; loops in C, GIL released
+                                            # for big batches, split over threads for very big ones
 
 so one call from Python costs the argument checks and the arithmetic, nothing in between (the
 Python-level call layer that ``ctypes`` needed — a per-thread buffer, copies, a foreign-function
@@ -44,12 +45,62 @@ _MODULE_HELPERS = r"""
  *                                      finite: the caller then takes its general, validating path.
  *             e(a0, ..., ak, out)  -> status (0; 1: an input is not finite; 2: an output is not);
  *                                      the outputs are written to the float64 buffer out either way.
- * a batch:    e_batch(a0, ..., ak, out): C-contiguous float64 buffers of count * size; the loop
- *                                      runs in C, without the GIL from RD_GIL_BATCH states on. */
+ * a batch:    e_batch(a0, ..., ak, out[, threads]): C-contiguous float64 buffers of count * size; the
+ *                                      loop runs in C, without the GIL from RD_GIL_BATCH states on, on
+ *                                      up to `threads` threads (default 1) with at least RD_THREAD_BATCH
+ *                                      states each. Every state is computed alone (lanes never mix), so
+ *                                      the values do not depend on the split. */
 #define RD_GIL_BATCH 64
+#define RD_THREAD_BATCH 4096
+#define RD_MAX_THREADS 64
 
 typedef void (*rd_one_fn)(const double *in, double *out);
 typedef void (*rd_loop_fn)(long count, const double *const *in, double *out);
+
+typedef struct {
+    rd_loop_fn loop;
+    long count;
+    const double *in[RD_MAX_ARGS];
+    double *out;
+} rd_job;
+
+static void *rd_run_job(void *arg)
+{
+    const rd_job *job = (const rd_job *)arg;
+    job->loop(job->count, job->in, job->out);
+    return NULL;
+}
+
+/* the loop over count states cut into up to `threads` runs of whole lane blocks, the first run on the
+   calling thread; a thread that cannot be started leaves its run to the calling thread */
+static void rd_parallel(rd_loop_fn loop, long count, int k, const Py_ssize_t *sizes, Py_ssize_t n_out,
+                        const double *const *in, double *out, long threads)
+{
+    if (threads > count / RD_THREAD_BATCH) threads = count / RD_THREAD_BATCH;
+    if (threads > RD_MAX_THREADS) threads = RD_MAX_THREADS;
+    if (threads <= 1) {
+        loop(count, in, out);
+        return;
+    }
+    rd_job jobs[RD_MAX_THREADS];
+    pthread_t ids[RD_MAX_THREADS];
+    int started[RD_MAX_THREADS] = {0};
+    const long per = ((count + threads - 1) / threads + RD_LANES - 1) / RD_LANES * RD_LANES;
+    long runs = 0;
+    for (long start = 0; start < count; start += per, ++runs) {
+        rd_job *job = &jobs[runs];
+        job->loop = loop;
+        job->count = count - start < per ? count - start : per;
+        for (int i = 0; i < k; ++i) job->in[i] = in[i] + start * sizes[i];
+        job->out = out + start * n_out;
+    }
+    for (long t = 1; t < runs; ++t) started[t] = pthread_create(&ids[t], NULL, rd_run_job, &jobs[t]) == 0;
+    rd_run_job(&jobs[0]);
+    for (long t = 1; t < runs; ++t) {
+        if (started[t]) pthread_join(ids[t], NULL);
+        else rd_run_job(&jobs[t]);
+    }
+}
 
 
 static int rd_is_double(const Py_buffer *view)
@@ -152,7 +203,14 @@ static PyObject *rd_batch(const char *name, PyObject *const *args, Py_ssize_t na
     const double *in[RD_MAX_ARGS];
     PyObject *result = NULL;
     int got = 0;
-    if (nargs != k + 1) return PyErr_Format(PyExc_TypeError, "%s: expected %d arguments, got %zd", name, k + 1, nargs);
+    long threads = 1;
+    if (nargs == k + 2) {
+        threads = PyLong_AsLong(args[k + 1]);
+        if (threads == -1 && PyErr_Occurred()) return NULL;
+        if (threads < 1) return PyErr_Format(PyExc_ValueError, "%s: threads must be at least 1", name);
+    }
+    else if (nargs != k + 1)
+        return PyErr_Format(PyExc_TypeError, "%s: expected %d or %d arguments, got %zd", name, k + 1, k + 2, nargs);
     for (; got <= k; ++got) {
         const int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got == k ? PyBUF_WRITABLE : 0);
         if (PyObject_GetBuffer(args[got], &views[got], flags) < 0) goto done;
@@ -180,7 +238,7 @@ static PyObject *rd_batch(const char *name, PyObject *const *args, Py_ssize_t na
         double *out = (double *)views[k].buf;
         if (count >= RD_GIL_BATCH) {
             Py_BEGIN_ALLOW_THREADS
-            loop((long)count, in, out);
+            rd_parallel(loop, (long)count, k, sizes, n_out, in, out, threads);
             Py_END_ALLOW_THREADS
         }
         else if (count > 0) {
@@ -289,7 +347,7 @@ def library_source(header: str, lanes: int, functions: Sequence[str], entries: S
         f"#define RD_MAX_ARGS {max(len(e.inputs) for e in entries)}\n"
     )
     python = (
-        "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n#include <string.h>\n"
+        "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n#include <pthread.h>\n#include <string.h>\n"
         "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION\n#include <numpy/arrayobject.h>\n\n"
     )
     parts = [comment + python + prelude(lanes), limits + _MODULE_HELPERS, *functions]

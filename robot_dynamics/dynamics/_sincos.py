@@ -57,9 +57,12 @@ _MASK = _SIZE - 1
 
 
 def sincos(q: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """``(sin q, cos q)`` elementwise for a float array of any shape."""
-    if q.size and float(np.abs(q).max()) > LIMIT:
-        return np.sin(q), np.cos(q)
+    """``(sin q, cos q)`` elementwise for a float array of any shape; an angle beyond ``LIMIT`` (or not
+    finite) takes NumPy's functions, element by element, as the native backend's lanes do."""
+    inside = np.abs(q) <= LIMIT
+    if not inside.all():
+        s, c = sincos(np.where(inside, q, 0.0))
+        return np.where(inside, s, np.sin(q)), np.where(inside, c, np.cos(q))
     k = np.rint(q * (1.0 / _STEP))
     r = (q - k * _STEP_HI) - k * _STEP_LO
     index = k.astype(np.intp)

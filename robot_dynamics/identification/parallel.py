@@ -6,7 +6,8 @@ bags are spread over workers. :func:`map_tasks` returns the results in task orde
 
 * ``jobs=1`` (or a single task): in this process, one after another;
 * ``jobs=N``: a :class:`concurrent.futures.ProcessPoolExecutor` with ``N`` processes (default: the
-  CPU count), each limited to one BLAS thread (:func:`limit_blas_threads`);
+  CPU count), each limited to one BLAS thread and one thread per native batch
+  (:func:`limit_worker_threads`);
 * ``scheduler="tcp://host:8786"`` (or a ``distributed.Client``): an existing Dask distributed
   cluster, ``Client.map`` then ``gather`` (Dask is imported only here, only then); a warning is logged
   when the workers run with the nanny's ``MALLOC_TRIM_THRESHOLD_`` (:func:`_check_workers`).
@@ -25,6 +26,7 @@ from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
 from robot_dynamics.bag.progress import Progress
+from robot_dynamics.dynamics.native import set_batch_threads
 
 from .parameters import IdentificationError
 
@@ -85,6 +87,13 @@ def limit_blas_threads(count: int = 1) -> None:
             function(count)
 
 
+def limit_worker_threads() -> None:
+    """The initializer of the worker processes: one BLAS thread (:func:`limit_blas_threads`) and
+    native batches on one thread (:func:`robot_dynamics.dynamics.native.set_batch_threads`)."""
+    limit_blas_threads(1)
+    set_batch_threads(1)
+
+
 def map_tasks(
     func: Callable[[T], R],
     tasks: Sequence[T],
@@ -115,7 +124,7 @@ def map_tasks(
 
 
 def _in_processes(func: Callable[[T], R], tasks: Sequence[T], workers: int, bar: Progress) -> list[R]:
-    with ProcessPoolExecutor(max_workers=workers, initializer=limit_blas_threads) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=limit_worker_threads) as pool:
         futures = [pool.submit(func, task) for task in tasks]
         pending = set(futures)
         while pending:
