@@ -16,7 +16,8 @@ machine; the node copies the stamp onto ``feedforward/efforts``). Then ``--calls
 the D/h/c service and of the relay's empty service, interleaved likewise.
 
 Prints one table with p50/p99/max, drops and the ratio to the bare node; below each stream, the
-nodes' own time per message (callback entry to after the publish), the relay's as the reference.
+nodes' own time per message from their diagnostics, the relay's (callback entry to after its
+publish) as the reference: the feed-forward node's compute, its DDS writes and its whole callback.
 Targets: p99 ≤ 1 ms, zero drops, ≤ 1.5× the relay; D/h/c round trip p99 ≤ 2 ms.
 """
 
@@ -315,20 +316,23 @@ def main(argv: list[str] | None = None) -> int:
         ):
             r = results[key]
             rows.append((label, stats(r["lat"]), f"sent {r['sent']}, dropped {r['sent'] - r['received']}"))
-        # the nodes' own time per message (callback entry to after the publish; their 1 s summaries
-        # while streaming): the relay's is one publish() of the JointState it received
-        for key, label in (
-            ("relay", "  bare relay's own time per message (publish(); p50 = median of its 1 s means)"),
-            ("ff", "  feedforward_node's own compute per message (its diagnostics; p50 = median of 1 s means)"),
+        # the nodes' own time per message (their 1 s diagnostics summaries while streaming): the
+        # relay's is one publish() of the JointState it received; the feed-forward node's compute
+        # (matching + law), its DDS writes (two outputs) and the two together
+        for key, series, label in (
+            ("relay", "compute", "  bare relay's own time per message (publish(); p50 = median of its 1 s means)"),
+            ("ff", "compute", "  feedforward_node's own compute per message (diagnostics compute_*: matching + law)"),
+            ("ff", "publish", "  feedforward_node's DDS writes per message (publish_*: both outputs)"),
+            ("ff", "callback", "  feedforward_node's whole callback per message (callback_*)"),
         ):
-            busy = [d for d in own[key] if float(d.get("rate_hz", "0")) > 0.5 * args.rate]
+            busy = [d for d in own[key] if float(d.get("rate_hz", "0")) > 0.5 * args.rate and f"{series}_mean_us" in d]
             if busy:
-                compute = {
-                    "p50": float(np.median([float(d["compute_mean_us"]) for d in busy])),
-                    "p99": float(np.median([float(d["compute_p99_us"]) for d in busy])),
-                    "max": float(max(float(d["compute_max_us"]) for d in busy)),
+                measured = {
+                    "p50": float(np.median([float(d[f"{series}_mean_us"]) for d in busy])),
+                    "p99": float(np.median([float(d[f"{series}_p99_us"]) for d in busy])),
+                    "max": float(max(float(d[f"{series}_max_us"]) for d in busy)),
                 }
-                rows.append((label, compute, ""))
+                rows.append((label, measured, ""))
         bare_calls: list[float] = []
         dhc_calls: list[float] = []
         for _ in range(args.rounds):

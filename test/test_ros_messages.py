@@ -15,6 +15,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.errors import StateError
 from robot_dynamics.ros.messages import (
+    ComputeStats,
     JointStateMatcher,
     ThrottledWarnings,
     all_finite,
@@ -234,3 +235,21 @@ def test_throttled_warnings_per_reason_with_suppressed_count() -> None:
 
 def test_one_line() -> None:
     assert one_line("a\n  b\tc ") == "a b c"
+
+
+def test_compute_stats_keep_the_compute_and_the_dds_writes_apart() -> None:
+    """The feed-forward node records per message its compute and, when it published, its DDS writes:
+    the summary gives ``compute_*``, and over the published messages ``publish_*`` and their sum
+    ``callback_*``; a node that never publishes per message has no ``publish_*``."""
+    stats = ComputeStats()
+    stats.record_compute(10e-6, 40e-6)
+    stats.record_compute(20e-6)  # nothing subscribed: nothing written
+    stats.record_compute(30e-6, 60e-6)
+    s = stats.summary()
+    assert s["compute_mean_us"] == pytest.approx(20.0) and s["compute_max_us"] == pytest.approx(30.0)
+    assert s["publish_mean_us"] == pytest.approx(50.0) and s["publish_max_us"] == pytest.approx(60.0)
+    assert s["callback_mean_us"] == pytest.approx(70.0) and s["callback_max_us"] == pytest.approx(90.0)
+    assert s["computes_in_window"] == 3.0
+    stats.record_compute(5e-6)
+    s = stats.summary()  # a new window
+    assert s["compute_mean_us"] == pytest.approx(5.0) and "publish_mean_us" not in s

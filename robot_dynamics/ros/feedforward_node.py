@@ -27,10 +27,11 @@ compensation at the measured state, ``c(q) + b(qd)``. Friction uses the smooth m
 The law and the trajectory activation rules are :mod:`robot_dynamics.feedforward` (ROS-free, shared
 with the offline bag evaluation).
 
-Diagnostics ``compute_*_us``: per accepted joint state, from the callback's entry to after both
-publishes — matching, the law, the checks and the DDS writes (a write to a subscriber in another
-process wakes it; on a loaded 2-core machine that is most of the time). Not included: the executor's
-wait and its deserialisation of the incoming message before the callback.
+Diagnostics, per accepted joint state: ``compute_*_us`` from the callback's entry to the torques
+checked — matching, the trajectory step, the law; ``publish_*_us`` the DDS writes of both outputs
+(each fills the serialised template and writes it; a write to a subscriber in another process wakes
+it, which costs what a bare relay's ``publish()`` costs); ``callback_*_us`` the two together. Not
+included: the executor's wait and its deserialisation of the incoming message before the callback.
 """
 
 from __future__ import annotations
@@ -219,6 +220,7 @@ class FeedforwardNode(RobotNode):
         if not all_finite(tau.tolist()):
             self.reject("joint_states", f"non-finite torque {tau.tolist()} at q={q.tolist()}")
             return
+        t1 = time.perf_counter()
         # A topic nobody subscribes to is skipped: DDS would drop the message (volatile durability, no
         # matched reader), but converting and serialising it costs as much as the torque law.
         commands_pub, efforts_pub = self.commands_pub, self.efforts_pub
@@ -239,7 +241,8 @@ class FeedforwardNode(RobotNode):
                 out.effort = as_double_array(tau)
                 efforts_pub.publish(out)
         self.stats.published += 1
-        self.stats.record_compute(time.perf_counter() - t0)
+        t2 = time.perf_counter()
+        self.stats.record_compute(t1 - t0, t2 - t1)
 
     def diagnostic_values(self) -> list[tuple[str, str]]:
         return [

@@ -322,7 +322,8 @@ class ThrottledWarnings:
 
 
 class ComputeStats:
-    """Counters and a ring buffer of compute times, summarised per diagnostics period."""
+    """Counters and ring buffers of per-message times, summarised per diagnostics period: the compute
+    (what the node does with a message) and, for nodes that publish per message, the DDS writes."""
 
     def __init__(self, window: int = 4096) -> None:
         self.received = 0
@@ -330,13 +331,16 @@ class ComputeStats:
         self.rejected = 0
         self.rejected_by_reason: dict[str, int] = {}
         self._times = np.zeros(window)
+        self._publish = np.full(window, np.nan)
         self._count = 0
         self._window_start = time.monotonic()
         self._window_received = 0
         self._window_rejected = 0
 
-    def record_compute(self, seconds: float) -> None:
-        self._times[self._count % self._times.size] = seconds
+    def record_compute(self, seconds: float, publish_seconds: float | None = None) -> None:
+        slot = self._count % self._times.size
+        self._times[slot] = seconds
+        self._publish[slot] = np.nan if publish_seconds is None else publish_seconds
         self._count += 1
 
     def reject(self, reason: str) -> None:
@@ -344,7 +348,9 @@ class ComputeStats:
         self.rejected_by_reason[reason] = self.rejected_by_reason.get(reason, 0) + 1
 
     def summary(self) -> dict[str, float]:
-        """Rate (Hz), compute times (µs) and rejections since the previous summary."""
+        """Rate (Hz), times (µs) and rejections since the previous summary: ``compute_*``, and for the
+        messages whose outputs were published ``publish_*`` (the DDS writes) and ``callback_*`` (the
+        two together, per message)."""
         now = time.monotonic()
         elapsed = max(now - self._window_start, 1e-9)
         n = min(self._count, self._times.size)
@@ -352,16 +358,28 @@ class ComputeStats:
         out = {
             "rate_hz": (self.received - self._window_received) / elapsed,
             "rejected_in_window": float(self.rejected - self._window_rejected),
-            "compute_mean_us": float(times.mean()) if n else 0.0,
-            "compute_p99_us": float(np.percentile(times, 99)) if n else 0.0,
-            "compute_max_us": float(times.max()) if n else 0.0,
+            **_spread("compute", times),
             "computes_in_window": float(self._count),
         }
+        published = ~np.isnan(self._publish[:n])
+        if published.any():
+            writes = self._publish[:n][published] * 1e6
+            out.update(_spread("publish", writes))
+            out.update(_spread("callback", times[published] + writes))
         self._window_start = now
         self._window_received = self.received
         self._window_rejected = self.rejected
         self._count = 0
         return out
+
+
+def _spread(name: str, times: np.ndarray) -> dict[str, float]:
+    n = times.size
+    return {
+        f"{name}_mean_us": float(times.mean()) if n else 0.0,
+        f"{name}_p99_us": float(np.percentile(times, 99)) if n else 0.0,
+        f"{name}_max_us": float(times.max()) if n else 0.0,
+    }
 
 
 def diagnostic_dict(status: DiagnosticStatus) -> dict[str, str]:

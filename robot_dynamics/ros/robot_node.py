@@ -347,6 +347,12 @@ class RobotNode(Node):
             ("compute_mean_us", f"{s['compute_mean_us']:.1f}"),
             ("compute_p99_us", f"{s['compute_p99_us']:.1f}"),
             ("compute_max_us", f"{s['compute_max_us']:.1f}"),
+            *(
+                (f"{kind}_{stat}_us", f"{s[f'{kind}_{stat}_us']:.1f}")
+                for kind in ("publish", "callback")
+                if f"{kind}_mean_us" in s
+                for stat in ("mean", "p99", "max")
+            ),
             *((f"rejected[{k}]", str(v)) for k, v in sorted(self.stats.rejected_by_reason.items())),
             *((("joint_map", ",".join(f"{t}={m}" for t, m in self._joint_map.items())),) if self._joint_map else ()),
             *self.diagnostic_values(),
