@@ -9,7 +9,9 @@ CPython extension module) and the **default path** (``backend=None`` on a model 
 ``prepare`` d: the ``auto`` backend, i.e. native when a C compiler exists), vs Pinocchio's Python
 binding (``rnea``, ``crba``, ``aba``), for PUMA 560 (6 DoF, DH), UR5 (6 DoF, URDF) and Panda (7 DoF,
 URDF). Batch: N states in one call of ours vs Pinocchio called in a Python loop (throughput ratio =
-how many times faster we are). Times are the minimum over repeats (the machine is shared).
+how many times faster we are); our batches run on ``rd.batch_threads()`` threads (the CPUs, here
+2), and a second table gives them on one thread. Times are the minimum over repeats (the machine is
+shared).
 ``--generated`` adds the symbolic package's generated C
 (``robot_dynamics.symbolic.get_backend(model).inverse_dynamics``).
 
@@ -102,6 +104,7 @@ class Row:
     default: float | None
     pinocchio: float
     batch: bool
+    one_thread: float | None = None  # a batch's native time on one thread
 
 
 def measure(name: str, states: int, generated: bool) -> tuple[list[Row], str]:
@@ -185,7 +188,12 @@ def measure(name: str, states: int, generated: bool) -> tuple[list[Row], str]:
         python = best(lambda ours=ours: ours("python"), 1, 3)
         fast = best(lambda ours=ours: ours("native"), 1, 7)
         default = best(lambda ours=ours: ours(None), 1, 7)
-        rows.append(Row(name, f"{what}, {states} states", python, fast, default, best(theirs, 1, 3), True))
+        rd.set_batch_threads(1)
+        try:
+            one = best(lambda ours=ours: ours("native"), 1, 7)
+        finally:
+            rd.set_batch_threads(None)
+        rows.append(Row(name, f"{what}, {states} states", python, fast, default, best(theirs, 1, 3), True, one))
     if generated:
         gen = best(lambda: get_backend(model).inverse_dynamics(Q, QD, QDD), 1, 5)
         rows.append(
@@ -230,7 +238,18 @@ def main() -> int:
     print()
     print("single rows: time per call of the public function (ratio > 1: slower than Pinocchio); default:")
     print("backend=None on a model never prepared (backend 'auto');")
-    print("batch rows: one call of ours for all states vs Pinocchio called once per state in a Python loop.")
+    print("batch rows: one call of ours for all states vs Pinocchio called once per state in a Python loop;")
+    print(f"our batches run on rd.batch_threads() = {rd.batch_threads()} threads. The same batches on one thread:")
+    print()
+    print("| robot | computation | native, 1 thread | Pinocchio | native 1 thread vs Pinocchio |")
+    print("|---|---|---:|---:|---:|")
+    for r in rows:
+        if r.batch and r.one_thread:
+            print(
+                f"| {r.robot} | {r.what} | {fmt(r.one_thread)} | {fmt(r.pinocchio)} (loop) | "
+                f"{r.pinocchio / r.one_thread:.1f}× faster |"
+            )
+    print()
     for note in notes:
         print(note)
     return 0

@@ -350,6 +350,40 @@ def test_large_batches_split_over_threads_give_the_same_values(cache: Path, monk
         batch._function(q, np.empty((q.shape[0], n * n)), 0)
 
 
+def test_large_batch_outputs_are_reused_once_freed_and_never_while_alive(cache: Path) -> None:
+    """Outputs of 16 MB and more come from a small pool: a freed result's block serves the next batch
+    of its size (no fresh pages to fault in and zero), while a result, or a view of it, that is still
+    alive is never handed out again."""
+    model = _load("panda")
+    n = model.dof
+    q = random_states(132, n, 50_000)[0]  # D: 50k x 49 doubles = 19.6 MB
+    expected = rd.inertia_matrix(model, q, backend="python")
+
+    def address(a: np.ndarray) -> int:
+        return int(a.__array_interface__["data"][0])
+
+    first = rd.inertia_matrix(model, q, backend="native")
+    second = rd.inertia_matrix(model, q[::-1].copy(), backend="native")
+    assert address(first) != address(second)  # both alive: two blocks
+    np.testing.assert_array_equal(first, expected)
+    np.testing.assert_array_equal(second, expected[::-1])
+    kept = address(first)
+    view = first[10:20]  # a view keeps the block alive
+    del first
+    third = rd.inertia_matrix(model, q, backend="native")
+    assert address(third) not in (kept, address(second))
+    np.testing.assert_array_equal(view, expected[10:20])
+    del view, second
+    fourth = rd.inertia_matrix(model, q, backend="native")
+    assert address(fourth) == kept  # the first free slot: the block of the first result
+    np.testing.assert_array_equal(fourth, expected)
+    freed = address(third)
+    del third
+    fifth = rd.inertia_matrix(model, q, backend="native")
+    assert address(fifth) == freed  # the block freed last is taken again
+    np.testing.assert_array_equal(fifth, expected)
+
+
 def test_batch_sin_cos_on_whole_vectors_and_beyond_the_table(cache: Path) -> None:
     """A batch evaluates sin/cos a vector of lanes at a time; a block with any angle beyond the
     table's range (|q| > 1e5) takes the C library lane by lane, and a block of equal angles is

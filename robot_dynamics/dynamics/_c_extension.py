@@ -45,8 +45,9 @@ _MODULE_HELPERS = r"""
  *                                      finite: the caller then takes its general, validating path.
  *             e(a0, ..., ak, out)  -> status (0; 1: an input is not finite; 2: an output is not);
  *                                      the outputs are written to the float64 buffer out either way.
- * a batch:    e_batch(a0, ..., ak, out[, threads]): C-contiguous float64 buffers of count * size; the
- *                                      loop runs in C, without the GIL from RD_GIL_BATCH states on, on
+ * a batch:    e_batch(a0, ..., ak, out[, threads]): C-contiguous float64 buffers of count * size, or
+ *                                      out None: a new (count, n_out) array is returned (rd_new_out);
+ *                                      the loop runs in C, without the GIL from RD_GIL_BATCH states on, on
  *                                      up to `threads` threads (default 1) with at least RD_THREAD_BATCH
  *                                      states each. Every state is computed alone (lanes never mix), so
  *                                      the values do not depend on the split. */
@@ -196,6 +197,66 @@ static PyObject *rd_single(const char *name, PyObject *const *args, Py_ssize_t n
     return PyLong_FromLong(status ? status : rd_all_finite(out, n_out) ? 0 : 2);
 }
 
+/* Outputs of a batch called with out=None. Blocks of RD_POOL_MIN bytes and more are kept for reuse
+ * when their array is freed (at most RD_POOL_SLOTS per module): glibc hands blocks above 32 MB back to
+ * the kernel on free, and a fresh block costs its page faults and the kernel's zeroing again — a
+ * third of a 100k-state 7-DoF D batch. Smaller blocks are glibc's own to reuse. The GIL is held
+ * wherever the pool is touched (allocation here, release in the capsule's destructor). */
+#define RD_POOL_MIN (1L << 24)
+#define RD_POOL_SLOTS 2
+static void *rd_pool[RD_POOL_SLOTS];
+static size_t rd_pool_bytes[RD_POOL_SLOTS];
+
+static void rd_pool_release(PyObject *capsule)
+{
+    void *block = PyCapsule_GetPointer(capsule, "robot_dynamics.batch_out");
+    const size_t bytes = (size_t)PyCapsule_GetContext(capsule);
+    int slot = 0; /* an empty slot, else the one holding the smallest block */
+    for (int i = 0; i < RD_POOL_SLOTS; ++i) {
+        if (rd_pool[i] == NULL) {
+            slot = i;
+            break;
+        }
+        if (rd_pool_bytes[i] < rd_pool_bytes[slot]) slot = i;
+    }
+    if (rd_pool[slot] != NULL && rd_pool_bytes[slot] >= bytes) {
+        free(block); /* every slot holds a block at least as large: keep those */
+        return;
+    }
+    free(rd_pool[slot]);
+    rd_pool[slot] = block;
+    rd_pool_bytes[slot] = bytes;
+}
+
+static PyObject *rd_new_out(Py_ssize_t count, Py_ssize_t n_out)
+{
+    npy_intp dims[2] = {count, n_out};
+    const size_t bytes = (size_t)count * (size_t)n_out * sizeof(double);
+    if (bytes < (size_t)RD_POOL_MIN) return PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+    void *block = NULL;
+    for (int i = 0; i < RD_POOL_SLOTS && block == NULL; ++i)
+        if (rd_pool[i] != NULL && rd_pool_bytes[i] == bytes) {
+            block = rd_pool[i];
+            rd_pool[i] = NULL;
+        }
+    if (block == NULL && (block = malloc(bytes)) == NULL) return PyErr_NoMemory();
+    PyObject *capsule = PyCapsule_New(block, "robot_dynamics.batch_out", rd_pool_release);
+    if (capsule == NULL || PyCapsule_SetContext(capsule, (void *)bytes) < 0) {
+        if (capsule == NULL) free(block);
+        Py_XDECREF(capsule);
+        return NULL;
+    }
+    PyObject *array = PyArray_SimpleNewFromData(2, dims, NPY_DOUBLE, block);
+    if (array == NULL || PyArray_SetBaseObject((PyArrayObject *)array, capsule) < 0) {
+        Py_XDECREF(array);
+        if (array == NULL) Py_DECREF(capsule);
+        return NULL;
+    }
+    return array;
+}
+
+/* e_batch(a0, ..., ak, out[, threads]): out a writable buffer (-> None) or None (-> a new
+   (count, n_out) array) */
 static PyObject *rd_batch(const char *name, PyObject *const *args, Py_ssize_t nargs, int k, const Py_ssize_t *sizes,
                           Py_ssize_t n_out, rd_loop_fn loop)
 {
@@ -211,7 +272,8 @@ static PyObject *rd_batch(const char *name, PyObject *const *args, Py_ssize_t na
     }
     else if (nargs != k + 1)
         return PyErr_Format(PyExc_TypeError, "%s: expected %d or %d arguments, got %zd", name, k + 1, k + 2, nargs);
-    for (; got <= k; ++got) {
+    const int allocate = args[k] == Py_None;
+    for (; got <= k - allocate; ++got) {
         const int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got == k ? PyBUF_WRITABLE : 0);
         if (PyObject_GetBuffer(args[got], &views[got], flags) < 0) goto done;
         if (!rd_is_double(&views[got])) {
@@ -221,8 +283,9 @@ static PyObject *rd_batch(const char *name, PyObject *const *args, Py_ssize_t na
         }
     }
     {
-        const Py_ssize_t count = views[k].len / (n_out * (Py_ssize_t)sizeof(double));
-        if (views[k].len != count * n_out * (Py_ssize_t)sizeof(double)) {
+        const Py_ssize_t count = allocate ? views[0].len / (sizes[0] * (Py_ssize_t)sizeof(double))
+                                          : views[k].len / (n_out * (Py_ssize_t)sizeof(double));
+        if (!allocate && views[k].len != count * n_out * (Py_ssize_t)sizeof(double)) {
             PyErr_Format(PyExc_ValueError, "%s: out holds %zd bytes, not a multiple of %zd values", name,
                          views[k].len, n_out);
             goto done;
@@ -235,7 +298,12 @@ static PyObject *rd_batch(const char *name, PyObject *const *args, Py_ssize_t na
             }
             in[i] = (const double *)views[i].buf;
         }
-        double *out = (double *)views[k].buf;
+        PyObject *array = Py_None;
+        if (allocate) {
+            if ((array = rd_new_out(count, n_out)) == NULL) goto done;
+        }
+        else Py_INCREF(array);
+        double *out = allocate ? (double *)PyArray_DATA((PyArrayObject *)array) : (double *)views[k].buf;
         if (count >= RD_GIL_BATCH) {
             Py_BEGIN_ALLOW_THREADS
             rd_parallel(loop, (long)count, k, sizes, n_out, in, out, threads);
@@ -244,9 +312,8 @@ static PyObject *rd_batch(const char *name, PyObject *const *args, Py_ssize_t na
         else if (count > 0) {
             loop((long)count, in, out);
         }
+        result = array;
     }
-    result = Py_None;
-    Py_INCREF(result);
 done:
     for (int i = 0; i < got; ++i) PyBuffer_Release(&views[i]);
     return result;
@@ -347,7 +414,8 @@ def library_source(header: str, lanes: int, functions: Sequence[str], entries: S
         f"#define RD_MAX_ARGS {max(len(e.inputs) for e in entries)}\n"
     )
     python = (
-        "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n#include <pthread.h>\n#include <string.h>\n"
+        "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n"
+        "#include <pthread.h>\n#include <stdlib.h>\n#include <string.h>\n"
         "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION\n#include <numpy/arrayobject.h>\n\n"
     )
     parts = [comment + python + prelude(lanes), limits + _MODULE_HELPERS, *functions]

@@ -45,8 +45,18 @@ from ._kernels import ModelKernels, kernels
 FLAGS: tuple[str, ...] = ("-O2", "-fno-math-errno", "-ffp-contract=off", "-pthread")
 """Compiler flags: no contraction into fused multiply-adds, so every lane rounds like the Python program.
 ``-O2`` rather than ``-O1``: since sin/cos run on whole vectors, ``-O2`` made the Panda's batches 20-30%
-faster (inverse dynamics 6.1 -> 4.9 ms, D 9.9 -> 8.1 ms, forward dynamics 13.0 -> 9.8 ms per 100k
-states, one thread) for ~0.9 s more compiling on a model's first use (1.5 -> 2.4 s)."""
+faster (inverse dynamics 6.2 -> 5.1 ms, forward dynamics 13.4 -> 9.9 ms per 100k states, one thread;
+D about the same) but took 60% longer to compile (1.5 -> 2.5 s), which GCC's link-time optimisation
+spread over the cores wins back (:func:`compiler_flags`)."""
+
+
+def compiler_flags() -> tuple[str, ...]:
+    """:data:`FLAGS`, the vector width's flags (:func:`vector_lanes`) and, with GCC, ``-flto=auto``: the
+    translation unit is compiled in partitions on all cores (Panda: 2.5 -> 1.8 s on 2 cores, the same
+    speed)."""
+    return (*FLAGS, *vector_lanes()[1], *(("-flto=auto",) if _native.compiler_is_gcc() else ()))
+
+
 _SUBDIR = "engine"
 _loaded: dict[str, NativeModel] = {}  # by library directory: shared by equal models
 _build_lock = threading.Lock()
@@ -77,8 +87,8 @@ def generator_modules() -> tuple[str, ...]:
 def _cache_key(model: RobotModel) -> str:
     """The library's directory name: the model, the generator's source (:func:`generator_modules`),
     the compiler flags and vector width, and the toolchain."""
-    lanes, extra = vector_lanes()
-    flags = " ".join([*FLAGS, *extra])
+    lanes = vector_lanes()[0]
+    flags = " ".join(compiler_flags())
     sources = sources_hash(__name__)
     return _native.hash_key(["engine-native", model.fingerprint(), sources, flags, str(lanes), _native.toolchain()])
 
@@ -94,7 +104,7 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
     them, so the library compiles in one to two seconds.
     """
     start = time.perf_counter()
-    lanes, extra_flags = vector_lanes()
+    lanes = vector_lanes()[0]
     n = K.n
     reflected = [float(x) for x in K.reflected_motor_inertia]
     motors = any(x != 0.0 for x in reflected)
@@ -179,7 +189,7 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
     source.write_text(_c_extension.library_source(header, lanes, [f for f in functions if f], entries, module))
     generated = time.perf_counter()
     library = _native.compile_extension(
-        source, target, module, flags=(*FLAGS, *extra_flags), include_dirs=_c_extension.include_dirs()
+        source, target, module, flags=compiler_flags(), include_dirs=_c_extension.include_dirs()
     )
     meta = {
         "module": module,
@@ -187,7 +197,7 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
         "robot": model.name,
         "dof": model.dof,
         "lanes": lanes,
-        "flags": [*FLAGS, *extra_flags],
+        "flags": list(compiler_flags()),
         "fingerprint": model.fingerprint(),
         "motors": motors,
         "friction": friction_note,
@@ -302,19 +312,19 @@ def _cpu_count() -> int:
 
 
 class BatchCall:
-    """One entry point for ``(N, k)`` row-major batches: one call into the extension, the loop runs in C."""
+    """One entry point for ``(N, k)`` row-major batches: one call into the extension, the loop runs in C
+    (on :func:`batch_threads` threads for large batches) and the extension allocates the result."""
 
     __slots__ = ("_function", "n_out", "sizes")
 
-    def __init__(self, function: Callable[..., None], sizes: Sequence[int], n_out: int) -> None:
+    def __init__(self, function: Callable[..., Any], sizes: Sequence[int], n_out: int) -> None:
         self._function = function
         self.sizes = tuple(sizes)
         self.n_out = n_out
 
     def __call__(self, arrays: Sequence[Any]) -> FloatArray:
         blocks = [np.ascontiguousarray(a, dtype=np.float64) for a in arrays]
-        out = np.empty((blocks[0].shape[0], self.n_out))
-        self._function(*blocks, out, batch_threads())
+        out: FloatArray = self._function(*blocks, None, batch_threads())  # a new (N, n_out) array
         return out
 
 
