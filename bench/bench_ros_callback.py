@@ -10,8 +10,9 @@ message is published and wakes it). Interleaved in the same loop, the peers: the
 (``FeedforwardLaw.holding`` at the same state), the joint-state matching alone, and a bare
 ``publish()`` of the received JointState (what the bare relay of ``bench_ros.py`` does per message).
 
-Prints mean/p50/p99 per message (µs) and each row's mean over the bare publish's. The callback's
-time is the one its diagnostics report (``compute_*_us``): callback entry to after both publishes.
+Prints mean/p50/p99 per message (µs) and each row's mean over the bare publish's, then the node's own
+diagnostics over the same messages: ``compute_*`` (callback entry to the checked torques),
+``publish_*`` (the DDS writes of both outputs) and ``callback_*`` (the two together).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def measure(node: Any, relay_pub: Any, msgs: list[Any], count: int, rate: float)
     """Per-message times (µs) of the callback and of its peers, interleaved, paced at ``rate``."""
     law, matcher = node.law, node.matcher
     parts = {
-        "callback (diagnostics' window)": node._on_joint_state,
+        "whole callback": node._on_joint_state,
         "torque law alone (holding)": lambda m: law.holding(*matcher.match(m), True, True),
         "joint-state matching alone": matcher.match,
         "bare publish() of the JointState": relay_pub.publish,
@@ -108,7 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         msg.position, msg.velocity = q.tolist(), qd.tolist()
         msg.header.stamp = ns_to_stamp(time.time_ns())
         msgs.append(msg)
+    diagnostics: dict[str, dict[str, float]] = {}
+    node.stats.summary()  # start a window
     results = {"no subscriber": measure(node, relay_pub, msgs, args.messages, args.rate)}
+    diagnostics["no subscriber"] = node.stats.summary()
     sink = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "sink"])
     try:
         pubs = (node.commands_pub, node.efforts_pub, relay_pub)
@@ -117,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
             if time.monotonic() > deadline:
                 raise RuntimeError("the subscriber process was not discovered")
             time.sleep(0.05)
+        node.stats.summary()
         results["a subscriber process on both outputs"] = measure(node, relay_pub, msgs, args.messages, args.rate)
+        diagnostics["a subscriber process on both outputs"] = node.stats.summary()
     finally:
         sink.terminate()
         sink.wait()
@@ -133,6 +139,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {condition} | {label} | {t.mean():.1f} | {np.median(t):.1f} | {np.percentile(t, 99):.1f} "
                 f"| {t.mean() / bare:.2f} |"
             )
+    print("\nthe node's diagnostics over the same messages (µs; the ring buffer's last 4096 at most)\n")
+    print("| outputs | compute mean | compute p99 | publish mean | publish p99 | callback mean | callback p99 |")
+    print("|---|---|---|---|---|---|---|")
+    for condition, d in diagnostics.items():
+        cells = [
+            f"{d.get(f'{kind}_{stat}_us', float('nan')):.1f}"
+            for kind in ("compute", "publish", "callback")
+            for stat in ("mean", "p99")
+        ]
+        print(f"| {condition} | {' | '.join(cells)} |")
     return 0
 
 

@@ -80,21 +80,6 @@ def have_compiler() -> bool:
     return shutil.which(os.environ.get("CC", "cc")) is not None
 
 
-def compiler_is_gcc() -> bool:
-    """Whether ``$CC`` (or ``cc``) is GCC (its ``--version`` names the Free Software Foundation and not
-    Clang); ``False`` when it cannot be run."""
-    return _is_gcc(os.environ.get("CC", "cc"))
-
-
-@functools.cache
-def _is_gcc(cc: str) -> bool:
-    try:
-        text = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return "Free Software Foundation" in text and "clang" not in text.lower()
-
-
 def extension_suffix() -> str:
     """The file suffix of this interpreter's extension modules (e.g. ``.cpython-311-x86_64-linux-gnu.so``)."""
     return str(sysconfig.get_config_var("EXT_SUFFIX") or ".so")

@@ -42,19 +42,18 @@ from ._friction_trace import friction_kernel
 from ._kernel_key import FRICTION_VARIANTS, KernelKey
 from ._kernels import ModelKernels, kernels
 
-FLAGS: tuple[str, ...] = ("-O2", "-fno-math-errno", "-ffp-contract=off", "-pthread")
+FLAGS: tuple[str, ...] = ("-O1", "-fno-math-errno", "-ffp-contract=off", "-pthread")
 """Compiler flags: no contraction into fused multiply-adds, so every lane rounds like the Python program.
-``-O2`` rather than ``-O1``: since sin/cos run on whole vectors, ``-O2`` made the Panda's batches 20-30%
-faster (inverse dynamics 6.2 -> 5.1 ms, forward dynamics 13.4 -> 9.9 ms per 100k states, one thread;
-D about the same) but took 60% longer to compile (1.5 -> 2.5 s), which GCC's link-time optimisation
-spread over the cores wins back (:func:`compiler_flags`)."""
+``-O1``: the traced programs are already straight-line code with the constants folded. ``-O2`` made
+the Panda's inverse and forward dynamics batches 20-30% faster (D about the same) but compiling 60%
+longer (1.5 -> 2.5 s for the Panda; a model's first use, and the test suite compiles ~200 models);
+GCC's ``-flto=auto`` won that back only for the largest models (2.8 -> 2.0 s at ``-O1``, a
+0.7 s model took longer). Single calls ran no faster with either."""
 
 
 def compiler_flags() -> tuple[str, ...]:
-    """:data:`FLAGS`, the vector width's flags (:func:`vector_lanes`) and, with GCC, ``-flto=auto``: the
-    translation unit is compiled in partitions on all cores (Panda: 2.5 -> 1.8 s on 2 cores, the same
-    speed)."""
-    return (*FLAGS, *vector_lanes()[1], *(("-flto=auto",) if _native.compiler_is_gcc() else ()))
+    """:data:`FLAGS` and the vector width's flags (:func:`vector_lanes`)."""
+    return (*FLAGS, *vector_lanes()[1])
 
 
 _SUBDIR = "engine"
