@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, series, label in (
             ("relay", "compute", "  bare relay's own time per message (publish(); p50 = median of its 1 s means)"),
             ("ff", "compute", "  feedforward_node's own compute per message (diagnostics compute_*: matching + law)"),
-            ("ff", "publish", "  feedforward_node's DDS writes per message (publish_*: both outputs)"),
+            ("ff", "publish", "  feedforward_node's DDS writes per message (publish_*: outputs with a subscriber)"),
             ("ff", "callback", "  feedforward_node's whole callback per message (callback_*)"),
         ):
             busy = [d for d in own[key] if float(d.get("rate_hz", "0")) > 0.5 * args.rate and f"{series}_mean_us" in d]
