@@ -1,4 +1,4 @@
-"""The set_payload service over real DDS: the feed-forward node and the dynamics service node.
+"""The set_payload service over real DDS: the feed-forward, dynamics service and simulator nodes.
 
 After a payload is set, the node's torques / D, h, c are the engine's on ``with_payload(model, ...)``
 (1e-12), first on the Python backend and again once the native library of the loaded model is built in
@@ -39,8 +39,15 @@ from ros_harness import (  # noqa: E402
     wait_until,
 )
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
 
-from robot_dynamics.dynamics import coriolis_centrifugal, gravity_torques, inertia_matrix, inverse_dynamics  # noqa: E402
+from robot_dynamics.dynamics import (  # noqa: E402
+    coriolis_centrifugal,
+    forward_dynamics,
+    gravity_torques,
+    inertia_matrix,
+    inverse_dynamics,
+)
 from robot_dynamics.errors import ModelError  # noqa: E402
 from robot_dynamics.friction import friction_torques  # noqa: E402
 from robot_dynamics.model import RobotModel, axis_angle_matrix  # noqa: E402
@@ -50,6 +57,7 @@ from robot_dynamics.ros.feedforward_node import FeedforwardNode  # noqa: E402
 from robot_dynamics.ros.messages import DATA_QOS, diagnostic_dict, from_multiarray, ns_to_stamp, stamp_to_ns  # noqa: E402
 from robot_dynamics.ros.payload_service import payload_from_msg  # noqa: E402
 from robot_dynamics.ros.service_node import DynamicsServiceNode  # noqa: E402
+from robot_dynamics.ros.simulator_node import SimulatorNode  # noqa: E402
 from robot_dynamics_interfaces.srv import GetDynamicsCoefficients, InverseDynamics, SetPayload  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -252,6 +260,56 @@ def test_set_payload_changes_the_services_d_h_c(context: Any, ros: tuple[Spinner
     assert node.model is model and worst_error(model) <= 1e-12
     assert node.payload_switch.wait_settled(120.0)  # the superseded build has finished or was skipped
     assert node.model is model and node.payload_switch.backend == "native"
+
+
+# ------------------------------------------------------------------------------------------------
+# simulator node
+# ------------------------------------------------------------------------------------------------
+def test_the_simulator_carries_the_payload_it_is_given(context: Any, ros: tuple[Spinner, str]) -> None:
+    """The simulator stands for the real robot: with a payload set, the torque that holds the loaded
+    arm keeps it at rest (it would move the unloaded one); cleared, the same torque moves the arm."""
+    spinner, ns = ros
+    pose = np.array([0.0, 0.8, -1.0, 0.2, 0.6, -0.3])
+    sim = SimulatorNode(
+        namespace=ns,
+        context=context,
+        parameter_overrides=[
+            Parameter("robot_config", value="puma560"),
+            Parameter("initial_position", value=pose.tolist()),
+            Parameter("friction", value=False),
+            Parameter("rate", value=200.0),
+        ],
+    )
+    spinner.add(sim)
+    assert sim.model is not None
+    model = sim.model
+    client = spinner.add(client_node(context, ns, "payload_client_"))
+    commands = client.create_publisher(Float64MultiArray, "commands", DATA_QOS)
+    set_payload = client.create_client(SetPayload, "simulator_node/set_payload")
+    loaded = with_payload(model, MASS, COM, INERTIA)
+    tau = gravity_torques(loaded, pose)  # holds the loaded arm at rest
+    z = np.zeros(6)
+    assert float(np.max(np.abs(forward_dynamics(model, pose, z, tau, friction=False)))) > 0.5  # not the unloaded
+
+    res = call(set_payload, SetPayload.Request(payload=inertia_msg(MASS, COM, INERTIA)))
+    assert res.success, res.message
+    assert sim.model is not model and payload_of(sim.model).mass == MASS
+    wait_until(lambda: commands.get_subscription_count() >= 1, "the simulator's commands subscription")
+    commands.publish(Float64MultiArray(data=tau.tolist()))
+    wait_until(lambda: sim.steps >= 100, "100 simulator steps")
+    assert sim.step_errors == 0, sim.stats.rejected_by_reason
+    assert float(np.max(np.abs(sim.q - pose))) < 1e-9 and float(np.max(np.abs(sim.qd))) < 1e-9, sim.q - pose
+    assert sim.payload_switch.wait_settled(120.0), "the loaded model's native library was not built"
+    steps = sim.steps
+    wait_until(lambda: sim.steps >= steps + 40, "40 more steps on the native backend")
+    assert float(np.max(np.abs(sim.q - pose))) < 1e-9
+
+    res = call(set_payload, SetPayload.Request(payload=Inertia()))
+    assert res.success and "cleared" in res.message, res.message
+    assert sim.model is model
+    steps = sim.steps
+    wait_until(lambda: sim.steps >= steps + 40, "40 steps without the payload")
+    assert float(np.max(np.abs(sim.q - pose))) > 1e-4  # the held torque now lifts the lighter arm
 
 
 # ------------------------------------------------------------------------------------------------

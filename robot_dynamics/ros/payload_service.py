@@ -1,10 +1,12 @@
-"""The private ``~/set_payload`` service of the feed-forward and dynamics service nodes: a tool payload.
+"""The private ``~/set_payload`` service of the feed-forward, dynamics service and simulator nodes: a
+tool payload.
 
 Request ``robot_dynamics_interfaces/SetPayload``: a ``geometry_msgs/Inertia`` in the tool frame (mass,
 centre of mass, inertia about the centre of mass); mass 0 clears the payload. The node's model becomes
 ``load_payload(unloaded, payload)`` (:mod:`robot_dynamics.payload`) without a restart; a new payload
-replaces the previous one. The name is private (``/<ns>/<node>/set_payload``) because both nodes have
-one and usually share a namespace.
+replaces the previous one. The name is private (``/<ns>/<node>/set_payload``) because the nodes each
+have one and usually share a namespace (the simulator stands for the real robot: set its payload to
+simulate the real load, the others' to compensate it).
 
 The swap and the native backend: a changed model has a new fingerprint, so its native library must be
 traced and compiled (1.5-3 s) unless it is cached. The service never makes a node wait for that:

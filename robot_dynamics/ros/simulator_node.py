@@ -9,8 +9,10 @@ Subscribes
     The latest command is held (zero-order hold) until the next one, or until ``command_timeout``.
 Publishes
     ``joint_states`` (sensor_msgs/JointState): position, velocity and the applied effort, at ``rate``.
-Service
-    ``reset_simulation`` (robot_dynamics_interfaces/ResetSimulation).
+Services
+    ``reset_simulation`` (robot_dynamics_interfaces/ResetSimulation);
+    ``~/set_payload`` (robot_dynamics_interfaces/SetPayload): the payload held by the tool, changed at
+    run time; the simulated state carries on (:mod:`.payload_service`).
 
 Each timer tick advances the state by the elapsed wall time (real time; at most 4 periods when the
 machine lags) under the held command. ``integrator``:
@@ -44,6 +46,7 @@ from robot_dynamics.errors import StateError
 from robot_dynamics.friction import friction_parameters
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.ros.messages import DATA_QOS, StartupError, as_double_array, name_index, one_line, ordered_arrays
+from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
 from robot_dynamics.ros.robot_node import RobotNode, check_bool
 from robot_dynamics.user_input import non_finite_message
@@ -94,12 +97,14 @@ class SimulatorNode(RobotNode):
         self.resets = 0
         self._last_tick: float | None = None
         self._index_cache: dict[tuple[str, ...], np.ndarray | str] = {}
+        self.payload_switch = PayloadSwitch(self, self._install_payload_model, _warm_forward)
         # The model first (compiling the native backend may take a moment): no message is queued meanwhile.
         self.start_robot()
         self.states_pub = self.create_publisher(JointState, "joint_states", DATA_QOS)
         self.create_subscription(Float64MultiArray, "commands", self._on_array_command, DATA_QOS)
         self.create_subscription(JointState, "joint_commands", self._on_joint_command, DATA_QOS)
         self.create_service(ResetSimulation, "reset_simulation", self._on_reset)
+        self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
         self.create_timer(self.period, self._tick)
 
     def _set_friction(self, value: bool) -> None:
@@ -137,6 +142,12 @@ class SimulatorNode(RobotNode):
         self._index_cache.clear()
         self._out = JointState()
         self._out.name = list(model.joint_names)
+        self.payload_switch.on_model(model)
+
+    def _install_payload_model(self, model: RobotModel) -> None:
+        """set_payload's swap: the same joints and friction, so the state and the command carry on."""
+        with self._model_lock:
+            self.model = model
 
     # -- commands -----------------------------------------------------------------------------------
     def _accept(self, tau: FloatArray) -> None:
@@ -278,7 +289,15 @@ class SimulatorNode(RobotNode):
             ("step_errors", str(self.step_errors)),
             ("resets", str(self.resets)),
             ("state", "running" if (self.commanded or not self.param("wait_for_command")) else "waiting for command"),
+            *self.payload_switch.diagnostic_values(),
         ]
+
+
+def _warm_forward(model: RobotModel) -> None:
+    """Trace (or load) the forward-dynamics programs a step runs, before the model is swapped in."""
+    z = np.zeros(model.dof)
+    for friction in (False, True):
+        forward_dynamics(model, z, z, z, friction=friction)
 
 
 def main(args: list[str] | None = None) -> int:
