@@ -15,7 +15,7 @@ splatted (``RD_SPLAT``); sin/cos of the joint angles are vector code but for the
 
     static void k3(const rd_v *restrict in_q, const rd_v *restrict in_qd, ..., rd_v *restrict out)
 
-sin and cos of the joint angles use :c:func:`rd_sincos`: the table + short polynomial method of
+sin and cos of the joint angles use :c:func:`rd_vsincos`: the table + short polynomial method of
 :mod:`._sincos` (about 1e-16 absolute, 4x faster than the C library's ``sincos``; the C library
 beyond ``|q| > 1e5``, lane by lane), so the native batch reproduces the Python batch path's values;
 a one-state call uses the C library's ``sin``/``cos`` like the Python single-state path
@@ -66,63 +66,34 @@ __attribute__((constructor)) static void rd_init_tables(void)
     }}
 }}
 
-static inline void rd_sincos(double q, double *s, double *c)
-{{
-    if (!(fabs(q) <= {_hex(LIMIT)})) {{
-        *s = sin(q);
-        *c = cos(q);
-        return;
-    }}
-    /* q = k h + r, |r| <= h/2 (Cody-Waite, h split in two); k rounded by adding 1.5 * 2^52 */
-    const double k = (q * {_hex(1.0 / _STEP)} + 0x1.8p52) - 0x1.8p52;
-    const double r = (q - k * {_hex(_STEP_HI)}) - k * {_hex(_STEP_LO)};
-    const long index = ((long)k) & (RD_TABLE - 1);
-    const double sk = rd_sin_table[index], ck = rd_cos_table[index];
-    const double r2 = r * r;
-    const double sin_r = r - r * (r2 * {_hex(1.0 / 6.0)});
-    const double one_minus_cos_r = r2 * (0.5 - r2 * {_hex(1.0 / 24.0)});
-    *s = sk + (ck * sin_r - sk * one_minus_cos_r);
-    *c = ck - (ck * one_minus_cos_r + sk * sin_r);
-}}
-
 /* set around a one-state call: sin and cos from the C library, as the Python single-state path's
    math.sin and math.cos, so that a single call gives the Python backend's values bit for bit */
 static _Thread_local int rd_single_state;
 
+/* sin and cos of every lane: in a one-state call (every lane holds the same state) the C library's,
+   computed once; in a batch the table method of _sincos.sincos on the whole vector, and, as there,
+   the C library's for an angle beyond the table's range (or not finite), lane by lane */
 static inline __attribute__((always_inline)) void rd_vsincos(rd_v q, rd_v *s, rd_v *c)
 {{
-    int same = 1, inside = 1; /* same: one state in every lane (a single call), computed once */
-    for (int l = 1; l < RD_LANES; ++l) same &= q[l] == q[0];
-    if (same) {{
-        double s0, c0;
-        if (rd_single_state) {{
-            s0 = sin(q[0]);
-            c0 = cos(q[0]);
-        }}
-        else rd_sincos(q[0], &s0, &c0);
+    if (rd_single_state) {{
+        const double s0 = sin(q[0]), c0 = cos(q[0]);
         *s = RD_SPLAT(s0);
         *c = RD_SPLAT(c0);
         return;
     }}
-    for (int l = 0; l < RD_LANES; ++l) inside &= fabs(q[l]) <= {_hex(LIMIT)};
-    if (!inside) {{
-        rd_v sv, cv;
-        for (int l = 0; l < RD_LANES; ++l) {{
-            double sl, cl;
-            rd_sincos(q[l], &sl, &cl);
-            sv[l] = sl;
-            cv[l] = cl;
+    rd_v x = q; /* the angles the table serves, 0 in the other lanes */
+    int inside = 1;
+    for (int l = 0; l < RD_LANES; ++l)
+        if (!(fabs(q[l]) <= {_hex(LIMIT)})) {{
+            x[l] = 0.0;
+            inside = 0;
         }}
-        *s = sv;
-        *c = cv;
-        return;
-    }}
-    /* rd_sincos on every lane at once: the same operations in the same order, so the same values;
-       k mod RD_TABLE is read from the low bits of k + 1.5 * 2^52, whose unit in the last place is 1 */
-    const rd_v shifted = q * RD_SPLAT({_hex(1.0 / _STEP)}) + RD_SPLAT(0x1.8p52);
+    /* x = k h + r, |r| <= h/2 (Cody-Waite, h split in two); k rounded by adding 1.5 * 2^52, whose unit
+       in the last place is 1, so k mod RD_TABLE is in the low bits of that sum */
+    const rd_v shifted = x * RD_SPLAT({_hex(1.0 / _STEP)}) + RD_SPLAT(0x1.8p52);
     const rd_v k = shifted - RD_SPLAT(0x1.8p52);
-    const rd_v r = (q - k * RD_SPLAT({_hex(_STEP_HI)})) - k * RD_SPLAT({_hex(_STEP_LO)});
-    const __typeof__(q < q) index = (__typeof__(q < q))shifted & (RD_TABLE - 1);
+    const rd_v r = (x - k * RD_SPLAT({_hex(_STEP_HI)})) - k * RD_SPLAT({_hex(_STEP_LO)});
+    const __typeof__(x < x) index = (__typeof__(x < x))shifted & (RD_TABLE - 1);
     rd_v sk, ck;
     for (int l = 0; l < RD_LANES; ++l) {{
         sk[l] = rd_sin_table[index[l]];
@@ -133,6 +104,12 @@ static inline __attribute__((always_inline)) void rd_vsincos(rd_v q, rd_v *s, rd
     const rd_v one_minus_cos_r = r2 * (RD_SPLAT(0.5) - r2 * RD_SPLAT({_hex(1.0 / 24.0)}));
     *s = sk + (ck * sin_r - sk * one_minus_cos_r);
     *c = ck - (ck * one_minus_cos_r + sk * sin_r);
+    if (!inside)
+        for (int l = 0; l < RD_LANES; ++l)
+            if (!(fabs(q[l]) <= {_hex(LIMIT)})) {{
+                (*s)[l] = sin(q[l]);
+                (*c)[l] = cos(q[l]);
+            }}
 }}
 """
 
