@@ -12,7 +12,7 @@ message is published and wakes it). Interleaved in the same loop, the peers: the
 
 Prints mean/p50/p99 per message (µs) and each row's mean over the bare publish's, then the node's own
 diagnostics over the same messages: ``compute_*`` (callback entry to the checked torques),
-``publish_*`` (the DDS writes of both outputs) and ``callback_*`` (the two together).
+``publish_*`` (the DDS writes of the outputs with a subscriber) and ``callback_*`` (the two together).
 """
 
 from __future__ import annotations

@@ -28,10 +28,11 @@ The law and the trajectory activation rules are :mod:`robot_dynamics.feedforward
 with the offline bag evaluation).
 
 Diagnostics, per accepted joint state: ``compute_*_us`` from the callback's entry to the torques
-checked — matching, the trajectory step, the law; ``publish_*_us`` the DDS writes of both outputs
-(each fills the serialised template and writes it; a write to a subscriber in another process wakes
-it, which costs what a bare relay's ``publish()`` costs); ``callback_*_us`` the two together. Not
-included: the executor's wait and its deserialisation of the incoming message before the callback.
+checked — matching, the trajectory step, the law; ``publish_*_us`` the DDS writes of the outputs that
+have subscribers (each fills the serialised template and writes it; a write to a subscriber in
+another process wakes it, which costs what a bare relay's ``publish()`` costs; absent while no output
+has a subscriber, when the subscriber checks count as compute); ``callback_*_us`` the two together.
+Not included: the executor's wait and its deserialisation of the incoming message before the callback.
 """
 
 from __future__ import annotations
@@ -224,13 +225,16 @@ class FeedforwardNode(RobotNode):
         # A topic nobody subscribes to is skipped: DDS would drop the message (volatile durability, no
         # matched reader), but converting and serialising it costs as much as the torque law.
         commands_pub, efforts_pub = self.commands_pub, self.efforts_pub
+        written = False
         if commands_pub is not None and commands_pub.get_subscription_count():
+            written = True
             if self._commands_raw is not None:
                 commands_pub.publish(self._commands_raw.fill(None, tau))
             else:
                 self._commands.data = as_double_array(tau)
                 commands_pub.publish(self._commands)
         if efforts_pub is not None and efforts_pub.get_subscription_count():
+            written = True
             if self._efforts_raw is not None:
                 efforts_pub.publish(self._efforts_raw.fill(divmod(stamp, 1_000_000_000), q_out, qd_out, tau))
             else:
@@ -242,7 +246,10 @@ class FeedforwardNode(RobotNode):
                 efforts_pub.publish(out)
         self.stats.published += 1
         t2 = time.perf_counter()
-        self.stats.record_compute(t1 - t0, t2 - t1)
+        if written:
+            self.stats.record_compute(t1 - t0, t2 - t1)
+        else:  # nothing to write: the subscriber checks count as compute
+            self.stats.record_compute(t2 - t0)
 
     def diagnostic_values(self) -> list[tuple[str, str]]:
         return [
