@@ -332,8 +332,15 @@ def test_large_batches_split_over_threads_give_the_same_values(cache: Path, monk
     assert rd.batch_threads() == 3
     monkeypatch.delenv(native.THREADS_ENV)
     assert rd.batch_threads() == 1  # Dask's workers set OMP_NUM_THREADS to their share
+    monkeypatch.setenv("OMP_NUM_THREADS", "4,2")  # OpenMP's nested form: the first level
+    assert rd.batch_threads() == 4
     monkeypatch.delenv("OMP_NUM_THREADS")
-    assert rd.batch_threads() >= 1
+    cpus = rd.batch_threads()
+    assert cpus >= 1
+    for ignored in ("", "0", "many"):  # not a count: passed over, as OpenMP runtimes do
+        monkeypatch.setenv("OMP_NUM_THREADS", ignored)
+        assert rd.batch_threads() == cpus
+    monkeypatch.delenv("OMP_NUM_THREADS")
     rd.set_batch_threads(2)
     assert rd.batch_threads() == 2
     rd.set_batch_threads(None)

@@ -285,22 +285,28 @@ def set_batch_threads(count: int | None) -> None:
 
 def batch_threads() -> int:
     """Threads a large native batch (4096 states per thread at least) is split over: the value given
-    to :func:`set_batch_threads`, else ``$ROBOT_DYNAMICS_THREADS``, else ``$OMP_NUM_THREADS`` (which
-    Dask's workers and many job schedulers set to their share of the cores), else the CPUs this
-    process may run on. Every state is computed alone, so the values do not depend on it."""
+    to :func:`set_batch_threads`, else ``$ROBOT_DYNAMICS_THREADS`` (a positive integer, else an
+    error), else ``$OMP_NUM_THREADS`` (which Dask's workers and many job schedulers set to their share
+    of the cores; OpenMP's nested form ``4,2`` gives its first level, a value that is not a positive
+    count is passed over as OpenMP runtimes do), else the CPUs this process may run on. Every state
+    is computed alone, so the values do not depend on it."""
     if _threads[0] is not None:
         return _threads[0]
-    for name in (THREADS_ENV, "OMP_NUM_THREADS"):
-        given = os.environ.get(name, "").strip()
-        if given:
-            try:
-                count = int(given)
-            except ValueError:
-                count = 0
-            if count < 1:
-                raise RobotDynamicsError(f"${name} must be a positive integer, not {given!r}")
-            return count
-    return _cpu_count()
+    given = os.environ.get(THREADS_ENV, "").strip()
+    if given:
+        count = _positive(given)
+        if count is None:
+            raise RobotDynamicsError(f"${THREADS_ENV} must be a positive integer, not {given!r}")
+        return count
+    return _positive(os.environ.get("OMP_NUM_THREADS", "").split(",")[0]) or _cpu_count()
+
+
+def _positive(text: str) -> int | None:
+    try:
+        count = int(text.strip())
+    except ValueError:
+        return None
+    return count if count >= 1 else None
 
 
 @functools.cache
