@@ -303,6 +303,14 @@ def test_the_simulator_carries_the_payload_it_is_given(context: Any, ros: tuple[
     steps = sim.steps
     wait_until(lambda: sim.steps >= steps + 40, "40 more steps on the native backend")
     assert float(np.max(np.abs(sim.q - pose))) < 1e-9
+    held = sim.model
+    for request, words in BAD_REQUESTS:  # refused with the reason; the loaded model and the loop stay
+        res = call(set_payload, SetPayload.Request(payload=request))
+        assert not res.success and words in res.message, res.message
+    assert sim.model is held and sim.stats.rejected_by_reason.get("set_payload") == len(BAD_REQUESTS)
+    steps = sim.steps
+    wait_until(lambda: sim.steps >= steps + 20, "20 more steps after the refused requests")
+    assert float(np.max(np.abs(sim.q - pose))) < 1e-9
 
     res = call(set_payload, SetPayload.Request(payload=Inertia()))
     assert res.success and "cleared" in res.message, res.message
