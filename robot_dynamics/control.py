@@ -39,6 +39,7 @@ active_segments`, vectorised over the samples).
 
 from __future__ import annotations
 
+import array
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -70,7 +71,7 @@ STALE_ACTIONS: tuple[str, ...] = ("zero", "hold")
 def _gain_items(value: object) -> list[object]:
     if value is None:
         return []
-    return list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
+    return list(value) if isinstance(value, (list, tuple, np.ndarray, array.array)) else [value]  # rclpy: array
 
 
 def gains_error(value: object, n: int | None) -> str | None:

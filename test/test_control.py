@@ -29,7 +29,7 @@ from robot_dynamics.control import (
 from robot_dynamics.errors import StateError
 from robot_dynamics.feedforward import FeedforwardLaw
 from robot_dynamics.friction import friction_torques
-from robot_dynamics.trajectory import JointTrajectorySampler, TrajectorySample
+from robot_dynamics.trajectory import TrajectorySample
 
 pin = pytest.importorskip("pinocchio")
 
@@ -167,7 +167,7 @@ def test_gains_are_validated_with_a_one_line_reason() -> None:
     for value, reason in cases.values():
         error = gains_error(value, 3)
         assert error is not None and reason in error and "\n" not in error, (value, error)
-        with pytest.raises(StateError, match="gain|expected"):
+        with pytest.raises(StateError, match=r"gain|expected"):
             as_gains(value, 3)
 
 
