@@ -217,6 +217,7 @@ class Controller:
         self.law = law
         self.settings = settings
         self.hold: FloatArray | None = None  # q_hold, fixed when a hold begins
+        self._hold_sample: TrajectorySample | None = None  # (q_hold, 0, 0)
         self.last_received: int | None = None  # ns, receipt of the newest joint state
         self.last_position: FloatArray | None = None
         self.stale = False
@@ -248,17 +249,17 @@ class Controller:
             tau = self.law.torque(q, qd, desired, True, s)
             q_d, qd_d = desired.positions, desired.velocities
         else:
-            if ended is not None:
-                self.hold = ended
-            elif self.hold is None:
-                self.hold = q
-            zeros = self.law.zeros
+            if ended is not None or self.hold is None:
+                self.hold = q if ended is None else ended
+                self._hold_sample = TrajectorySample(self.hold, self.law.zeros, self.law.zeros)
             if s.law == "feedforward":  # no desired state needed: today's holding law
                 tau = self.law.feedforward.holding(q, qd, s.friction, s.smooth)
                 q_d, qd_d = q, qd
             else:
-                tau = self.law.torque(q, qd, TrajectorySample(self.hold, zeros, zeros), False, s)
-                q_d, qd_d = self.hold, zeros
+                hold = self._hold_sample
+                assert hold is not None
+                tau = self.law.torque(q, qd, hold, False, s)
+                q_d, qd_d = hold.positions, hold.velocities
         self.counters.commands += 1
         return self._limited(tau), q_d, qd_d
 

@@ -214,7 +214,7 @@ class FeedforwardNode(RobotNode):
         except StateError as exc:
             self.reject("joint_states", exc)
             return
-        now = self.get_clock().now().nanoseconds
+        now = self.control.now()
         stamp = stamp_to_ns(msg.header.stamp) or now
         if stamp == 0:
             self.reject("joint_states", "zero stamp but the node's clock is at zero: no /clock yet (use_sim_time)")
