@@ -250,7 +250,7 @@ class Controller:
             q_d, qd_d = desired.positions, desired.velocities
         else:
             if ended is not None or self.hold is None:
-                self.hold = q if ended is None else ended
+                self.hold = np.array(q if ended is None else ended)  # its own copy: kept for the whole hold
                 self._hold_sample = TrajectorySample(self.hold, self.law.zeros, self.law.zeros)
             if s.law == "feedforward":  # no desired state needed: today's holding law
                 tau = self.law.feedforward.holding(q, qd, s.friction, s.smooth)
