@@ -323,7 +323,9 @@ def control_batch(
             hold_from[seg.finished_at] = seg.end_position
     hold = ~tracking
     if settings.law != "feedforward" and hold.any():
-        starts = hold & ~np.concatenate(([False], hold[:-1]))  # the first row of each hold
+        starts = hold & ~np.concatenate(([False], hold[:-1]))  # a hold begins after tracking...
+        starts[list(hold_from)] = True  # ... and where a trajectory finished (even one active at no row)
+        starts &= hold
         run_start, run_id = np.flatnonzero(starts), np.cumsum(starts) - 1
         anchors = np.array([hold_from.get(int(r), q[r]) for r in run_start])
         desired.positions[hold] = anchors[run_id[hold]]

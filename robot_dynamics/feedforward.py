@@ -17,7 +17,8 @@ evaluation (:func:`robot_dynamics.bag.evaluate.feedforward_torques`) all compute
 **The activation rules**, the same for a live node and for a bag replayed offline, in the order the
 joint states and trajectories are received:
 
-1. a trajectory starts at its ``header.stamp``, or when it is received if the stamp is zero;
+1. a trajectory starts at its ``header.stamp``, or when it is received if the stamp is zero; one
+   whose last point lies before its receipt is refused;
 2. it becomes active at the first joint state received after it whose stamp reaches its start,
    unless a newer trajectory was received before that joint state (the newer one replaces it while
    it is pending); a trajectory whose first point is after ``t = 0`` then starts from the joint
@@ -141,12 +142,14 @@ class FeedforwardLaw:
 class TrajectorySchedule:
     """The activation rules applied one joint state at a time: a pending and an active trajectory.
 
-    ``pending`` and ``active`` are ``(sampler in model joint order, start ns)`` or ``None``.
+    ``pending`` and ``active`` are ``(sampler in model joint order, start ns)`` or ``None``; ``ended``
+    the last point of the trajectory that finished at the latest :meth:`step` that finished one.
     """
 
     def __init__(self) -> None:
         self.pending: tuple[JointTrajectorySampler, int] | None = None
         self.active: tuple[JointTrajectorySampler, int] | None = None
+        self.ended: FloatArray | None = None
 
     def submit(self, sampler: JointTrajectorySampler, stamp: int, received: int) -> int:
         """Queue a trajectory (rule 1: starts at ``stamp``, or at ``received`` if zero); its start (ns).
@@ -181,6 +184,7 @@ class TrajectorySchedule:
         t = (stamp - active[1]) * 1e-9
         if t > active[0].end_time:
             self.active = None
+            self.ended = active[0].positions[-1]
             return None, True
         return active[0].sample(t), False
 
@@ -199,6 +203,11 @@ class ReceivedTrajectory(Protocol):
     @property
     def start(self) -> int:
         """Start time (ns): the header stamp, or the receive time when the stamp is zero (rule 1)."""
+        ...
+
+    @property
+    def ended_before_receipt(self) -> bool:
+        """Whether its last point lies before its receive time (the node refuses it)."""
         ...
 
     def sampler(self, joint_names: Sequence[str] | None = None) -> JointTrajectorySampler:
@@ -237,9 +246,11 @@ def active_segments(
     """Every activated trajectory (rules 1–3) with the joint states during which it is active.
 
     ``receive_times``, ``stamps`` ``(N,)`` ns and ``q``, ``qd`` ``(N, n)`` of the joint states in
-    receive order. A trajectory that activates after its end (rows empty) finishes at once.
+    receive order. A trajectory that ends before it was received is refused, as the node refuses it
+    (:meth:`TrajectorySchedule.submit`); one that activates after its end (rows empty) finishes at once.
     """
-    order = sorted(range(len(trajectories)), key=lambda j: trajectories[j].timestamp)
+    accepted = (j for j, tr in enumerate(trajectories) if not tr.ended_before_receipt)
+    order = sorted(accepted, key=lambda j: trajectories[j].timestamp)
     trajs = [trajectories[j] for j in order]
     activations: list[tuple[int, int]] = []  # (first sample, trajectory index)
     for j, tr in enumerate(trajs):

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -243,7 +244,9 @@ def test_stale_state_stops_the_command_zero_or_hold_and_counts() -> None:
 
 
 def test_control_batch_is_the_controller_one_state_at_a_time() -> None:
-    """A stream with two trajectories (the first finishes, then a hold at its goal) and holds."""
+    """A stream with trajectories: the first finishes (a hold at its goal), one is refused (it ends
+    before it was received), one is over before the next joint state (activates and finishes at once:
+    a hold at its goal), the last is replaced while pending; holds in between."""
     from robot_dynamics.bag.decode import TrajectoryMessage
 
     model, n = PUMA_MOD, 6
@@ -253,6 +256,12 @@ def test_control_batch_is_the_controller_one_state_at_a_time() -> None:
     trajs = [
         TrajectoryMessage(t0 + 50_000_000, t0 + 100_000_000, PUMA_MOD.joint_names, times, q_pts, qd_pts, qdd_pts),
         TrajectoryMessage(t0 + 900_000_000, 0, PUMA_MOD.joint_names, times[1:], q_pts[1:], None, None),
+        TrajectoryMessage(t0 + 1_601_000_000, t0 + 1_000_000_000, PUMA_MOD.joint_names, times, q_pts[::-1], None, None),
+        TrajectoryMessage(t0 + 1_625_000_000, t0 + 1_030_000_000, PUMA_MOD.joint_names, times, q_pts / 2, None, None),
+        TrajectoryMessage(t0 + 1_701_000_000, t0 + 1_900_000_000, PUMA_MOD.joint_names, times, -q_pts, None, None),
+        TrajectoryMessage(
+            t0 + 1_702_000_000, t0 + 1_950_000_000, PUMA_MOD.joint_names, times[:2], q_pts[:2], None, None
+        ),
     ]
     stamps = t0 + np.arange(0, 2_000_000_000, 20_000_000, dtype=np.int64)
     received = stamps + 300_000
@@ -270,10 +279,10 @@ def test_control_batch_is_the_controller_one_state_at_a_time() -> None:
         for k in range(stamps.size):
             while pending and pending[0].timestamp < received[k]:
                 tr = pending.pop(0)
-                schedule.submit(tr.sampler(model.joint_names), tr.stamp, tr.timestamp)
-            active = schedule.active
+                with contextlib.suppress(StateError):  # refused: it ends before it was received
+                    schedule.submit(tr.sampler(model.joint_names), tr.stamp, tr.timestamp)
             desired, finished = schedule.step(int(stamps[k]), q[k], qd[k])
-            ended = active[0].positions[-1] if finished and active is not None else None
+            ended = schedule.ended if finished else None
             tau, q_d, qd_d = controller.command(int(received[k]), q[k], qd[k], desired, ended)
             np.testing.assert_allclose(batch.effort[k], tau, rtol=1e-12, atol=1e-10, err_msg=f"{law_name} {k}")
             np.testing.assert_allclose(batch.position[k], q_d, rtol=0, atol=1e-12)

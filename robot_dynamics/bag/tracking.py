@@ -141,14 +141,19 @@ class Tracking:
 # ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Started:
-    """A received trajectory with its start moved onto the joint states' clock."""
+    """A received trajectory with its start and receipt moved onto the joint states' clock."""
 
     message: TrajectoryMessage
     start: int
+    received: int
 
     @property
     def timestamp(self) -> int:
         return self.message.timestamp
+
+    @property
+    def ended_before_receipt(self) -> bool:
+        return self.start + round(float(self.message.times[-1]) * 1e9) < self.received
 
     def sampler(self, joint_names: Sequence[str] | None = None) -> JointTrajectorySampler:
         return self.message.sampler(joint_names)
@@ -178,10 +183,11 @@ def _instants(series: JointStateSeries, trajectories: Sequence[TrajectoryMessage
 
     moved = []
     for tr in trajectories:
+        on_receipt = on_stamp_clock(tr.timestamp)
         if tr.stamp == 0 or distance(tr.stamp, received) < distance(tr.stamp, stamps):
-            moved.append(_Started(tr, on_stamp_clock(tr.start)))
+            moved.append(_Started(tr, on_stamp_clock(tr.start), on_receipt))
         else:
-            moved.append(_Started(tr, tr.stamp))
+            moved.append(_Started(tr, tr.stamp, on_receipt))
     return stamps, moved, TIME_BASE_OWN
 
 

@@ -240,14 +240,11 @@ class FeedforwardNode(RobotNode):
         self, controller: Controller, stamp: int, now: int, q: FloatArray, qd: FloatArray
     ) -> tuple[FloatArray, FloatArray, FloatArray]:
         """The control law at a joint state: the trajectory step, then ``(tau, q_d, qd_d)``."""
-        active = self.schedule.active
         desired, finished = self.schedule.step(stamp, q, qd)
-        ended = None
         if finished:
             self.trajectories_finished += 1
             self.get_logger().info("trajectory finished; holding (gravity + friction compensation)")
-            ended = active[0].positions[-1] if active is not None else None
-        return controller.command(now, q, qd, desired, ended)
+        return controller.command(now, q, qd, desired, self.schedule.ended if finished else None)
 
     def _publish(self, stamp: int, q_out: FloatArray, qd_out: FloatArray, tau: FloatArray) -> bool:
         """Both outputs (those with a subscriber); whether anything was written."""
