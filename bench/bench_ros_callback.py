@@ -1,6 +1,7 @@
 """Benchmark of the feed-forward node's joint-state callback in-process: where its time goes.
 
     .venv/bin/python bench/bench_ros_callback.py [--messages 3000] [--rate 1000] [--robot puma560]
+                                                 [--control-law pd_feedforward] [--kp 100] [--kd 10]
 
 Builds a ``FeedforwardNode`` (not spun) and calls its joint-state callback directly with prebuilt
 ``sensor_msgs/JointState`` messages at ``--rate`` Hz (paced, as in a live node: caches are as cold as
@@ -79,6 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=3000, help="joint states per condition")
     parser.add_argument("--rate", type=float, default=1000.0, help="joint states per second")
     parser.add_argument("--robot", default="puma560")
+    parser.add_argument(
+        "--control-law",
+        default="feedforward",
+        choices=["feedforward", "pd_feedforward", "computed_torque"],
+        help="the node's control_law; the feedback laws run with --kp/--kd on every joint, effort limiting and "
+        "a 1 s state_timeout on, as a closed loop would",
+    )
+    parser.add_argument("--kp", type=float, default=100.0, help="kp of the feedback laws (default: %(default)s)")
+    parser.add_argument("--kd", type=float, default=10.0, help="kd of the feedback laws (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.mode == "sink":
         return run_sink()
@@ -96,7 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     from robot_dynamics.ros.messages import DATA_QOS, ns_to_stamp
 
     rclpy.init()
-    node = FeedforwardNode("callback_bench", parameter_overrides=[Parameter("robot_config", value=args.robot)])
+    overrides = [Parameter("robot_config", value=args.robot), Parameter("control_law", value=args.control_law)]
+    if args.control_law != "feedforward":
+        overrides += [Parameter("kp", value=args.kp), Parameter("kd", value=args.kd)]
+        overrides += [Parameter("limit_efforts", value=True), Parameter("state_timeout", value=1.0)]
+    node = FeedforwardNode("callback_bench", parameter_overrides=overrides)
     relay_pub = node.create_publisher(JointState, "bench/relayed", DATA_QOS)
     assert node.model is not None
     names = node.model.joint_names
@@ -129,7 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         sink.wait()
         node.destroy_node()
         rclpy.try_shutdown()
-    print(f"\nfeedforward_node callback in-process ({args.robot}, {args.rate:.0f} Hz paced, {os.cpu_count()} cores)\n")
+    law = (
+        args.control_law if args.control_law == "feedforward" else f"{args.control_law}, kp {args.kp:g}, kd {args.kd:g}"
+    )
+    print(
+        f"\nfeedforward_node callback in-process ({args.robot}, {law}, {args.rate:.0f} Hz paced, "
+        f"{os.cpu_count()} cores)\n"
+    )
     print("| outputs | measurement | mean (µs) | p50 (µs) | p99 (µs) | mean / bare publish |")
     print("|---|---|---|---|---|---|")
     for condition, rows in results.items():

@@ -17,7 +17,8 @@ evaluation (:func:`robot_dynamics.bag.evaluate.feedforward_torques`) all compute
 **The activation rules**, the same for a live node and for a bag replayed offline, in the order the
 joint states and trajectories are received:
 
-1. a trajectory starts at its ``header.stamp``, or when it is received if the stamp is zero;
+1. a trajectory starts at its ``header.stamp``, or when it is received if the stamp is zero; one
+   whose last point lies before its receipt is refused;
 2. it becomes active at the first joint state received after it whose stamp reaches its start,
    unless a newer trajectory was received before that joint state (the newer one replaces it while
    it is pending); a trajectory whose first point is after ``t = 0`` then starts from the joint
@@ -27,8 +28,9 @@ joint states and trajectories are received:
 4. a trajectory with no points cancels the active and the pending one (the node holds again).
 
 The live node applies them one joint state at a time (:class:`TrajectorySchedule`); a bag is
-evaluated for all its joint states at once (:func:`tracking_segments`, :func:`feedforward_batch`:
-vectorised over the samples, a loop over the trajectories only).
+evaluated for all its joint states at once (:func:`active_segments`, :func:`tracking_segments`,
+:func:`feedforward_batch`: vectorised over the samples, a loop over the trajectories only). The
+control law around this feed-forward (PD, computed torque, limits) is :mod:`robot_dynamics.control`.
 """
 
 from __future__ import annotations
@@ -140,12 +142,14 @@ class FeedforwardLaw:
 class TrajectorySchedule:
     """The activation rules applied one joint state at a time: a pending and an active trajectory.
 
-    ``pending`` and ``active`` are ``(sampler in model joint order, start ns)`` or ``None``.
+    ``pending`` and ``active`` are ``(sampler in model joint order, start ns)`` or ``None``; ``ended``
+    the last point of the trajectory that finished at the latest :meth:`step` that finished one.
     """
 
     def __init__(self) -> None:
         self.pending: tuple[JointTrajectorySampler, int] | None = None
         self.active: tuple[JointTrajectorySampler, int] | None = None
+        self.ended: FloatArray | None = None
 
     def submit(self, sampler: JointTrajectorySampler, stamp: int, received: int) -> int:
         """Queue a trajectory (rule 1: starts at ``stamp``, or at ``received`` if zero); its start (ns).
@@ -180,6 +184,7 @@ class TrajectorySchedule:
         t = (stamp - active[1]) * 1e-9
         if t > active[0].end_time:
             self.active = None
+            self.ended = active[0].positions[-1]
             return None, True
         return active[0].sample(t), False
 
@@ -200,25 +205,53 @@ class ReceivedTrajectory(Protocol):
         """Start time (ns): the header stamp, or the receive time when the stamp is zero (rule 1)."""
         ...
 
+    @property
+    def ended_before_receipt(self) -> bool:
+        """Whether its last point lies before its receive time (the node refuses it)."""
+        ...
+
     def sampler(self, joint_names: Sequence[str] | None = None) -> JointTrajectorySampler:
         """The trajectory in ``joint_names`` order."""
         ...
 
 
-def tracking_segments(
+@dataclass(frozen=True)
+class Segment:
+    """One activated trajectory over a stream of joint states (:func:`active_segments`).
+
+    ``index``: the trajectory's position in receive order; ``start``: its start (ns); ``activated``:
+    the joint state that activated it; ``rows`` the joint states during which it is active and
+    ``desired`` the desired state there ``(len(rows), n)``; ``end_position`` its last point
+    ``(n,)``; ``finished_at`` the joint state at which it finished (the node holds from there), or
+    ``None`` when a newer trajectory replaced it or the stream ended first.
+    """
+
+    index: int
+    start: int
+    activated: int
+    rows: IndexArray
+    desired: TrajectorySample
+    end_position: FloatArray
+    finished_at: int | None
+
+
+def active_segments(
     joint_names: Sequence[str],
     receive_times: NDArray[np.int64],
     stamps: NDArray[np.int64],
     q: FloatArray,
     qd: FloatArray,
     trajectories: Sequence[ReceivedTrajectory],
-) -> list[tuple[IndexArray, TrajectorySample]]:
-    """The joint states during which each trajectory is active (rules 1–3) and the desired state there.
+) -> list[Segment]:
+    """Every activated trajectory (rules 1–3) with the joint states during which it is active.
 
     ``receive_times``, ``stamps`` ``(N,)`` ns and ``q``, ``qd`` ``(N, n)`` of the joint states in
-    receive order; returns ``(rows, desired state (len(rows), n))`` per activated trajectory.
+    receive order. A trajectory that ends before it was received is refused, as the node refuses it
+    (:meth:`TrajectorySchedule.submit`); one that activates after its end (rows empty) finishes at once.
     """
-    trajs = sorted(trajectories, key=lambda tr: tr.timestamp)
+    accepted = (j for j, tr in enumerate(trajectories) if not tr.ended_before_receipt)
+    order = sorted(accepted, key=lambda j: trajectories[j].timestamp)
+    trajs = [trajectories[j] for j in order]
     activations: list[tuple[int, int]] = []  # (first sample, trajectory index)
     for j, tr in enumerate(trajs):
         eligible = (receive_times > tr.timestamp) & (stamps >= tr.start)
@@ -235,9 +268,29 @@ def tracking_segments(
         sampler = tr.sampler(joint_names).with_start_state(q[a], qd[a])
         rows = np.arange(a, stop)
         rows = rows[(stamps[rows] - tr.start) * 1e-9 <= sampler.end_time]  # afterwards the node holds again
-        if rows.size:
-            out.append((rows, sampler.sample_many((stamps[rows] - tr.start) * 1e-9)))
+        after = int(rows[-1]) + 1 if rows.size else a
+        finished = after if after < stop else None
+        desired = sampler.sample_many((stamps[rows] - tr.start) * 1e-9)
+        out.append(Segment(order[j], tr.start, a, rows, desired, sampler.positions[-1].copy(), finished))
     return out
+
+
+def tracking_segments(
+    joint_names: Sequence[str],
+    receive_times: NDArray[np.int64],
+    stamps: NDArray[np.int64],
+    q: FloatArray,
+    qd: FloatArray,
+    trajectories: Sequence[ReceivedTrajectory],
+) -> list[tuple[IndexArray, TrajectorySample]]:
+    """The joint states during which each trajectory is active (rules 1–3) and the desired state there.
+
+    ``receive_times``, ``stamps`` ``(N,)`` ns and ``q``, ``qd`` ``(N, n)`` of the joint states in
+    receive order; returns ``(rows, desired state (len(rows), n))`` per activated trajectory
+    (:func:`active_segments` without the trajectories that were over before they activated).
+    """
+    segments = active_segments(joint_names, receive_times, stamps, q, qd, trajectories)
+    return [(seg.rows, seg.desired) for seg in segments if seg.rows.size]
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ ROBOT_COMMANDS = {
     "symbolic": ["symbolic", "{robot}", "--out", "{tmp}/sym", "--no-search"],
     "schedule": ["schedule", "{robot}", "--processors", "1"],
     "evaluate": ["evaluate", "{bag}", "--robot", "{robot}"],
+    "tracking": ["tracking", "{files}/tracked_bag", "--robot", "{robot}"],
     "make-sample-bag": ["make-sample-bag", "{tmp}/sample", "--robot", "{robot}", "--duration", "1.6"],
     "demo": ["demo", "--bag", "{bag}", "--robot", "{robot}", "--out", "{tmp}/demo"],
     "replay": ["replay", "{bag}", "--check", "--robot", "{robot}"],
@@ -78,6 +79,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with BagWriter(root / "good_bag") as w:
         t = np.arange(60) * 5_000_000
         w.write_joint_states("joint_states", T0 + t, names, q[:1].repeat(60, 0), q[:1].repeat(60, 0), stamps=T0 + t)
+    with BagWriter(root / "tracked_bag") as w:
+        t = np.arange(60) * 5_000_000
+        w.write_joint_states("joint_states", T0 + t, names, q[:1].repeat(60, 0), q[:1].repeat(60, 0), stamps=T0 + t)
+        w.write_joint_trajectory("joint_trajectory", T0, names, [0.0, 0.2], np.zeros((2, 6)))
     (root / "exists").mkdir()
     (root / "a_file").write_text("x")
     return root
@@ -200,6 +205,16 @@ def test_bad_chain_options_are_one_line(
         (["evaluate", "{bag}", "--out", "{files}/exists"], "exists"),
         (["evaluate", "{bag}", "--csv", "{files}/exists"], "exists"),
         (["evaluate", "{bag}", "--plot", "{files}/a_file/p.png"], "a_file"),
+        (["tracking", "{tmp}/nothing"], "does not exist"),
+        (["tracking", "{files}/junk_bag"], "junk_bag"),
+        (["tracking", "{bag}"], "joint_trajectory"),
+        (["tracking", "{files}/tracked_bag", "--trajectory", ""], "--trajectory: a trajectory topic is needed"),
+        (["tracking", "{files}/tracked_bag", "--json", "-", "--csv", "-"], "only one of them can go to stdout"),
+        (["tracking", "{files}/tracked_bag", "--joint-map", "arm_1=joint1"], "missing ['arm_1'"),
+        (["tracking", "{files}/tracked_bag", "--joint-map", "arm_1"], "--joint-map: expected BAG_NAME=MODEL_NAME"),
+        (["tracking", "{files}/tracked_bag", "--csv", "{files}/exists"], "exists"),
+        (["tracking", "{files}/tracked_bag", "--plot", "{files}/a_file/p.png"], "a_file"),
+        (["tracking", "{files}/tracked_bag", "--trajectory", "joint_states"], "joint_states"),
         (["replay", "{tmp}/nothing"], "does not exist"),
         (["replay", "{files}/empty_dir"], "empty_dir"),
         (["replay", "{files}/a_file"], "a_file"),

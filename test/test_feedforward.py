@@ -148,6 +148,10 @@ class Received:
     def start(self) -> int:
         return self.stamp if self.stamp > 0 else self.timestamp
 
+    @property
+    def ended_before_receipt(self) -> bool:
+        return self.start + round(self.trajectory.end_time * 1e9) < self.timestamp
+
     def sampler(self, joint_names: object = None) -> JointTrajectorySampler:
         return self.trajectory
 

@@ -16,7 +16,8 @@ Layers, lowest first (a module may import its own layer and lower ones, never a 
 2. ``dynamics`` (the engine);
 3. applications of the engine, independent of one another: ``identification`` (the regressor on the
    engine's tracer), ``symbolic`` (closed forms and generated code), ``bag`` (rosbag evaluation),
-   ``feedforward`` (the feed-forward law shared by the ROS node and the bag evaluation); and the
+   ``feedforward`` (the feed-forward law shared by the ROS node and the bag evaluation), ``control``
+   (the control law around it: PD, computed torque, limits, the stale rule); and the
    package facade ``robot_dynamics/__init__.py``, which re-exports the engine, friction and models
    and, on first use, ``identify``;
 4. ``ros`` (rclpy nodes; the only package that imports ROS);
@@ -61,6 +62,7 @@ LAYERS: dict[str, int] = {
     "symbolic": 3,
     "bag": 3,
     "feedforward": 3,
+    "control": 3,
     "ros": 4,
     "cli": 5,
 }

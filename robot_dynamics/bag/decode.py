@@ -277,6 +277,11 @@ class TrajectoryMessage:
         """When the trajectory starts (ns): its stamp, or its receive time when the stamp is zero."""
         return self.stamp if self.stamp > 0 else self.timestamp
 
+    @property
+    def ended_before_receipt(self) -> bool:
+        """Whether its last point lies before its receive time (the feed-forward node refuses it)."""
+        return self.start + round(float(self.times[-1]) * 1e9) < self.timestamp
+
     def sampler(self, joint_names: Sequence[str] | None = None) -> JointTrajectorySampler:
         """The trajectory in ``joint_names`` order (every joint must be named, no others)."""
         names = list(self.names) if joint_names is None else list(joint_names)

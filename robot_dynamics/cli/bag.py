@@ -97,7 +97,7 @@ def _register_evaluate(sub: Any) -> None:
     p.set_defaults(func=run_evaluate)
 
 
-def _read_with_progress(args: argparse.Namespace, model: Any, require_trajectory: bool = False) -> Any:
+def read_with_progress(args: argparse.Namespace, model: Any, require_trajectory: bool = False) -> Any:
     from robot_dynamics.bag.evaluate import read_inputs
     from robot_dynamics.bag.progress import Progress
     from robot_dynamics.bag.reader import bag_summary, topic_name
@@ -117,7 +117,7 @@ def _read_with_progress(args: argparse.Namespace, model: Any, require_trajectory
         )
 
 
-def _write_text(path: str, text: str) -> None:
+def write_text(path: str, text: str) -> None:
     if path == "-":
         sys.stdout.write(text)
     else:
@@ -130,7 +130,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from robot_dynamics.bag.report import format_table, write_csv, write_csv_stream, write_output_bag, write_plot
 
     model = load_robot_from_args(args)
-    inputs = _read_with_progress(args, model, require_trajectory=args.accel == "trajectory")
+    inputs = read_with_progress(args, model, require_trajectory=args.accel == "trajectory")
     ev = ev_mod.evaluate(
         model,
         inputs.series,
@@ -158,12 +158,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
             buffer = stdio.StringIO()
             write_csv_stream(buffer, ev)
-            _write_text("-", buffer.getvalue())
+            write_text("-", buffer.getvalue())
         else:
             write_csv(args.csv, ev)
             print(f"wrote {args.csv}", file=log)
     if args.json:
-        _write_text(args.json, json.dumps(ev.summary(), indent=2) + "\n")
+        write_text(args.json, json.dumps(ev.summary(), indent=2) + "\n")
         if args.json != "-":
             print(f"wrote {args.json}", file=log)
     if args.plot:
@@ -341,7 +341,7 @@ def _offline_feedforward(args: argparse.Namespace) -> tuple[Any, Any]:
     from robot_dynamics.bag.evaluate import feedforward_torques
 
     model = load_robot_from_args(args)
-    inputs = _read_with_progress(args, model)
+    inputs = read_with_progress(args, model)
     ff = feedforward_torques(
         model,
         inputs.series,

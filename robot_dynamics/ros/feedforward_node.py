@@ -20,14 +20,22 @@ Serves
     ``~/set_payload`` (robot_dynamics_interfaces/SetPayload): the payload held by the tool, changed at
     run time without interrupting the joint-state loop (:mod:`.payload_service`).
 
-Torques: while a trajectory is active, the inverse dynamics (Newton–Euler, Fu 3.3-50..58) at the
-desired ``q, qd, qdd`` sampled at the joint state's stamp (node clock if zero), plus friction at the
-desired or measured velocity (parameter ``friction_velocity``); otherwise gravity + friction
-compensation at the measured state, ``c(q) + b(qd)``. Friction uses the smooth model by default.
-The law and the trajectory activation rules are :mod:`robot_dynamics.feedforward` (ROS-free, shared
-with the offline bag evaluation).
+Torques (``control_law: feedforward``, the default): while a trajectory is active, the inverse
+dynamics (Newton–Euler, Fu 3.3-50..58) at the desired ``q, qd, qdd`` sampled at the joint state's
+stamp (node clock if zero), plus friction at the desired or measured velocity (parameter
+``friction_velocity``); otherwise gravity + friction compensation at the measured state,
+``c(q) + b(qd)``. Friction uses the smooth model by default. ``pd_feedforward`` adds
+``Kp e + Kd ė`` (parameters ``kp``, ``kd``; ``e = q_d - q``), ``computed_torque`` commands
+``D(q)(qdd_d + Kp e + Kd ė) + h + c + b``; at rest the desired state is the hold position. The
+command may be clamped to the robot file's effort limits (``limit_efforts``), and with
+``state_timeout > 0`` a watchdog on the node's clock stops the command (``stale_action``: zero torque
+or gravity hold) when no joint state arrived for that long. The law and the activation rules are
+:mod:`robot_dynamics.control` and :mod:`robot_dynamics.feedforward` (ROS-free, shared with the
+offline bag evaluation). Every time the node uses (a zero stamp, a zero-stamped trajectory's start,
+a state's age) is its ROS clock's: simulated time under ``use_sim_time``.
 
-Diagnostics, per accepted joint state: ``compute_*_us`` from the callback's entry to the torques
+Diagnostics: the law in force, clamped commands (and per joint), stale episodes and stop commands;
+per accepted joint state: ``compute_*_us`` from the callback's entry to the torques
 checked — matching, the trajectory step, the law; ``publish_*_us`` the DDS writes of the outputs that
 have subscribers (each fills the serialised template and writes it; a write to a subscriber in
 another process wakes it, which costs what a bare relay's ``publish()`` costs; absent while no output
@@ -45,9 +53,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory
 
+from robot_dynamics.control import Controller
 from robot_dynamics.errors import StateError
 from robot_dynamics.feedforward import FRICTION_VELOCITY_CHOICES, FeedforwardLaw, TrajectorySchedule
 from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.ros.control_parameters import ControlParameters
 from robot_dynamics.ros.messages import (
     DATA_QOS,
     StartupError,
@@ -72,6 +82,7 @@ class FeedforwardNode(RobotNode):
         self.friction = True
         self.smooth = True
         self.use_measured_velocity = False
+        self.control = ControlParameters(self, self._publish)  # control_law, kp, kd, limits, stale rule
         self.declare_dynamic("friction", True, "add friction compensation", check_bool, self._set_friction)
         self.declare_dynamic(
             "smooth_friction", True, "chatter-free (smooth) friction model", check_bool, self._set_smooth
@@ -128,15 +139,19 @@ class FeedforwardNode(RobotNode):
     # -- parameters -------------------------------------------------------------------------------
     def _set_friction(self, value: bool) -> None:
         self.friction = bool(value)
+        self.control.update(friction=self.friction)
 
     def _set_smooth(self, value: bool) -> None:
         self.smooth = bool(value)
+        self.control.update(smooth=self.smooth)
 
     def _set_friction_velocity(self, value: str) -> None:
         self.use_measured_velocity = value == "measured"
+        self.control.update(friction_velocity="measured" if self.use_measured_velocity else "desired")
 
     def on_model(self, model: RobotModel) -> None:
         self.law = FeedforwardLaw(model)
+        self.control.on_model(model, self.law)
         self.matcher = _Matcher(model.joint_names)
         self.schedule = TrajectorySchedule()
         n = model.dof
@@ -154,6 +169,7 @@ class FeedforwardNode(RobotNode):
         law = FeedforwardLaw(model)
         with self._model_lock:
             self.law = law  # what the next joint-state callback reads
+            self.control.on_payload(model, law)
             self.model = model
 
     # -- trajectories -----------------------------------------------------------------------------
@@ -164,11 +180,16 @@ class FeedforwardNode(RobotNode):
             return
         if not msg.points:  # no points: stop tracking (ros_controllers' topic convention)
             cancelled = self.schedule.cancel()
+            if "active" in cancelled:
+                self.control.release_hold()  # hold where the arm is (joint_trajectory_controller)
             self.trajectories_cancelled += 1
             what = " and ".join(cancelled) or "nothing"
             self.get_logger().info(f"empty trajectory: cancelled {what}; holding (gravity + friction compensation)")
             return
         now = self.get_clock().now().nanoseconds
+        if now == 0 and stamp_to_ns(msg.header.stamp) == 0:
+            self.reject("trajectory", "zero stamp (start on receipt) but the node's clock is at zero: no /clock yet")
+            return
         try:
             sampler = trajectory_from_msg(msg, model.joint_names)
             start = self.schedule.submit(sampler, stamp_to_ns(msg.header.stamp), now)
@@ -185,36 +206,21 @@ class FeedforwardNode(RobotNode):
     def _on_joint_state(self, msg: JointState) -> None:
         t0 = time.perf_counter()
         self.stats.received += 1
-        law, matcher = self.law, self.matcher
-        if law is None or matcher is None:
+        controller, matcher = self.control.controller, self.matcher
+        if controller is None or matcher is None:
             return  # waiting for robot_description (shown in diagnostics)
         try:
             q, qd = matcher.match(msg)
         except StateError as exc:
             self.reject("joint_states", exc)
             return
-        stamp = stamp_to_ns(msg.header.stamp)
+        now = self.control.now()
+        stamp = stamp_to_ns(msg.header.stamp) or now
         if stamp == 0:
-            stamp = self.get_clock().now().nanoseconds
-        tau: FloatArray
+            self.reject("joint_states", "zero stamp but the node's clock is at zero: no /clock yet (use_sim_time)")
+            return
         try:
-            desired, finished = self.schedule.step(stamp, q, qd)
-            if finished:
-                self.trajectories_finished += 1
-                self.get_logger().info("trajectory finished; holding (gravity + friction compensation)")
-            if desired is not None:
-                q_out, qd_out = desired.positions, desired.velocities
-                tau = law.tracking(
-                    desired.positions,
-                    desired.velocities,
-                    desired.accelerations,
-                    self.friction,
-                    self.smooth,
-                    qd if self.use_measured_velocity else None,
-                )
-            else:
-                q_out, qd_out = q, qd
-                tau = law.holding(q, qd, self.friction, self.smooth)
+            tau, q_out, qd_out = self._command(controller, stamp, now, q, qd)
         except (ValueError, FloatingPointError) as exc:  # the engine refused the state
             self.reject("joint_states", exc)
             return
@@ -222,6 +228,26 @@ class FeedforwardNode(RobotNode):
             self.reject("joint_states", f"non-finite torque {tau.tolist()} at q={q.tolist()}")
             return
         t1 = time.perf_counter()
+        written = self._publish(stamp, q_out, qd_out, tau)
+        self.stats.published += 1
+        t2 = time.perf_counter()
+        if written:
+            self.stats.record_compute(t1 - t0, t2 - t1)
+        else:  # nothing to write: the subscriber checks count as compute
+            self.stats.record_compute(t2 - t0)
+
+    def _command(
+        self, controller: Controller, stamp: int, now: int, q: FloatArray, qd: FloatArray
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The control law at a joint state: the trajectory step, then ``(tau, q_d, qd_d)``."""
+        desired, finished = self.schedule.step(stamp, q, qd)
+        if finished:
+            self.trajectories_finished += 1
+            self.get_logger().info("trajectory finished; holding (gravity + friction compensation)")
+        return controller.command(now, q, qd, desired, self.schedule.ended if finished else None)
+
+    def _publish(self, stamp: int, q_out: FloatArray, qd_out: FloatArray, tau: FloatArray) -> bool:
+        """Both outputs (those with a subscriber); whether anything was written."""
         # A topic nobody subscribes to is skipped: DDS would drop the message (volatile durability, no
         # matched reader), but converting and serialising it costs as much as the torque law.
         commands_pub, efforts_pub = self.commands_pub, self.efforts_pub
@@ -244,12 +270,10 @@ class FeedforwardNode(RobotNode):
                 out.velocity = as_double_array(qd_out)
                 out.effort = as_double_array(tau)
                 efforts_pub.publish(out)
-        self.stats.published += 1
-        t2 = time.perf_counter()
-        if written:
-            self.stats.record_compute(t1 - t0, t2 - t1)
-        else:  # nothing to write: the subscriber checks count as compute
-            self.stats.record_compute(t2 - t0)
+        return written
+
+    def diagnostic_level(self) -> tuple[bytes, str] | None:
+        return self.control.diagnostic_level()
 
     def diagnostic_values(self) -> list[tuple[str, str]]:
         return [
@@ -257,6 +281,7 @@ class FeedforwardNode(RobotNode):
             ("friction", str(self.friction).lower()),
             ("smooth_friction", str(self.smooth).lower()),
             ("friction_velocity", "measured" if self.use_measured_velocity else "desired"),
+            *self.control.diagnostic_values(),
             ("trajectories_accepted", str(self.trajectories_accepted)),
             ("trajectories_finished", str(self.trajectories_finished)),
             ("trajectories_cancelled", str(self.trajectories_cancelled)),

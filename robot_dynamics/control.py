@@ -1,0 +1,338 @@
+"""The control law of the feed-forward node (ROS-free; one state ``(n,)`` or a batch ``(N, n)``).
+
+With the desired state ``q_d, qd_d, qdd_d`` (a trajectory sampled by the activation rules of
+:mod:`robot_dynamics.feedforward`, or the hold position at rest), the measured ``q, qd``, the errors
+``e = q_d - q``, ``ė = qd_d - qd`` and diagonal gains ``Kp``, ``Kd`` (one per joint, ``>= 0``):
+
+* ``feedforward``: ``τ = τ_ff`` — the feed-forward law alone (:class:`~robot_dynamics.feedforward.
+  FeedforwardLaw`): inverse dynamics at the desired state while tracking, ``c(q) + b(qd)`` at the
+  measured state while holding, friction as its options say;
+* ``pd_feedforward``: ``τ = τ_ff + Kp e + Kd ė`` — PD feedback around the same feed-forward (PD
+  control with gravity compensation when holding; Siciliano, Sciavicco, Villani & Oriolo, *Robotics:
+  Modelling, Planning and Control*, 2009, §8.5.1). ``Kp`` in N·m/rad (N/m), ``Kd`` in N·m·s/rad;
+  with zero gains it is ``feedforward`` to the bit;
+* ``computed_torque``: ``τ = D(q) (qdd_d + Kp e + Kd ė) + h(q, qd) + c(q) + b(qd)`` — inverse
+  dynamics control (Fu, Gonzalez & Lee §5.3.1, "computed torque technique"; Siciliano et al. §8.5.2):
+  the Newton–Euler inverse dynamics at the *measured* state with the commanded acceleration
+  ``v = qdd_d + Kp e + Kd ė`` (one recursion; ``D v + h + c`` is never formed), plus friction at the
+  measured velocity loaded by that torque (the friction options ``friction``/``smooth_friction``
+  apply; ``friction_velocity`` does not: the state is the measured one). ``Kp`` in 1/s², ``Kd`` in
+  1/s: each joint's error obeys ``ë + Kd ė + Kp e = 0`` when the model is exact.
+
+**Holding** (no active trajectory): the desired state is ``(q_hold, 0, 0)``. ``q_hold`` is fixed when a
+hold begins: the last point of the trajectory that just finished (the goal, as ros2_controllers'
+joint_trajectory_controller holds it), or the measured position at the first joint state (start-up,
+after a cancelled trajectory, after a stale episode).
+
+**Effort limits**: the command is clamped to ``±`` the robot file's effort limit of each joint (joints
+without one are not limited); every clamped command and joint is counted.
+
+**Stale state** (:class:`Controller`): when ``state_timeout > 0`` s and no joint state was received for
+that long (the node's clock: simulated time under ``use_sim_time``), the command stops: ``zero``
+torque, or ``hold``: the holding law at the last measured position at rest, ``c(q) + b(0)``, without
+feedback on a stale measurement. The first fresh joint state resumes the law (a new hold begins there).
+
+The node runs :class:`Controller` one joint state at a time; :func:`control_batch` computes the same
+commands for a whole recorded stream (the activation rules of :func:`~robot_dynamics.feedforward.
+active_segments`, vectorised over the samples).
+"""
+
+from __future__ import annotations
+
+import array
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_dynamics.errors import StateError
+from robot_dynamics.feedforward import (
+    Feedforward,
+    FeedforwardLaw,
+    FrictionVelocity,
+    ReceivedTrajectory,
+    active_segments,
+)
+from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.trajectory import TrajectorySample
+
+ControlLawName = Literal["feedforward", "pd_feedforward", "computed_torque"]
+StaleAction = Literal["zero", "hold"]
+CONTROL_LAWS: tuple[str, ...] = ("feedforward", "pd_feedforward", "computed_torque")
+STALE_ACTIONS: tuple[str, ...] = ("zero", "hold")
+
+
+# ------------------------------------------------------------------------------------------------
+# gains
+# ------------------------------------------------------------------------------------------------
+def _gain_items(value: object) -> list[object]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple, np.ndarray, array.array)) else [value]  # rclpy: array
+
+
+def gains_error(value: object, n: int | None) -> str | None:
+    """Why ``value`` is not a set of gains for ``n`` joints (None: it is; ``n`` None: any length).
+
+    Accepted: nothing (``None`` or ``[]``: zero gains), one number (the same gain on every joint) or
+    ``n`` numbers; integers are accepted as ROS users write them (``[100, 100, 50]``); every gain
+    finite and ``>= 0``.
+    """
+    items = _gain_items(value)
+    numbers = [
+        float(v) for v in items if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+    ]
+    if len(numbers) != len(items):
+        return f"expected numbers (one per joint), got {value!r}"
+    if n is not None and len(items) not in (0, 1, n):
+        return f"expected {n} gains (one per joint, model joint order) or one for all, got {len(items)}"
+    for k, v in enumerate(numbers):
+        if not math.isfinite(v):
+            return f"gain {k} is not finite ({v})"
+        if v < 0.0:
+            return f"gain {k} is negative ({v:g}); gains must be >= 0"
+    return None
+
+
+def as_gains(value: object, n: int) -> FloatArray:
+    """The gains ``(n,)`` of a parameter value (:func:`gains_error`); :class:`StateError` if invalid."""
+    error = gains_error(value, n)
+    if error:
+        raise StateError(error)
+    numbers = np.array(_gain_items(value), dtype=np.float64)
+    gains = np.zeros(n) if numbers.size == 0 else np.full(n, numbers[0]) if numbers.size == 1 else numbers
+    gains.setflags(write=False)
+    return gains
+
+
+@dataclass(frozen=True)
+class ControlSettings:
+    """Everything the law reads besides the state: the law, gains ``(n,)``, friction options, limits."""
+
+    law: ControlLawName = "feedforward"
+    kp: FloatArray | None = None  # None: zeros
+    kd: FloatArray | None = None
+    friction: bool = True
+    smooth: bool = True
+    friction_velocity: FrictionVelocity = "desired"
+    limit_efforts: bool = False
+    state_timeout: float = 0.0  # s; 0 = never stale
+    stale_action: StaleAction = "zero"
+
+
+# ------------------------------------------------------------------------------------------------
+# the law
+# ------------------------------------------------------------------------------------------------
+class ControlLaw:
+    """The three laws of the module docstring for ``model``, one state or a batch, and the clamp."""
+
+    def __init__(self, model: RobotModel, feedforward: FeedforwardLaw | None = None) -> None:
+        self.model = model
+        self.feedforward = feedforward if feedforward is not None else FeedforwardLaw(model)
+        self.zeros = self.feedforward.zeros
+        limits = np.array([j.limits.effort for j in model.joints], dtype=np.float64)
+        self.effort_limits: FloatArray = limits
+        self.limited = bool(np.isfinite(limits).any())
+
+    def feedforward_torque(
+        self,
+        q: FloatArray,
+        qd: FloatArray,
+        desired: TrajectorySample,
+        tracking: bool | NDArray[np.bool_],
+        s: ControlSettings,
+    ) -> FloatArray:
+        """``τ_ff``: the tracking law at ``desired`` where ``tracking``, the holding law at ``q, qd`` elsewhere."""
+        ff, measured = self.feedforward, s.friction_velocity == "measured"
+        if isinstance(tracking, (bool, np.bool_)):
+            if tracking:
+                return ff.tracking(
+                    desired.positions, desired.velocities, desired.accelerations, s.friction, s.smooth,
+                    qd if measured else None,
+                )  # fmt: skip
+            return ff.holding(q, qd, s.friction, s.smooth)
+        tau = np.empty_like(q)
+        on, off = np.flatnonzero(tracking), np.flatnonzero(~tracking)
+        tau[on] = ff.tracking(
+            desired.positions[on], desired.velocities[on], desired.accelerations[on], s.friction, s.smooth,
+            qd[on] if measured else None,
+        )  # fmt: skip
+        tau[off] = ff.holding(q[off], qd[off], s.friction, s.smooth)
+        return tau
+
+    def torque(
+        self,
+        q: FloatArray,
+        qd: FloatArray,
+        desired: TrajectorySample,
+        tracking: bool | NDArray[np.bool_],
+        s: ControlSettings,
+    ) -> FloatArray:
+        """The command of law ``s.law`` (not clamped)."""
+        if s.law == "feedforward":
+            return self.feedforward_torque(q, qd, desired, tracking, s)
+        kp = self.zeros if s.kp is None else s.kp
+        kd = self.zeros if s.kd is None else s.kd
+        feedback = kp * (desired.positions - q) + kd * (desired.velocities - qd)
+        if s.law == "pd_feedforward":
+            return self.feedforward_torque(q, qd, desired, tracking, s) + feedback
+        if s.law == "computed_torque":  # D(q) v + h(q, qd) + c(q) + b(qd): Newton–Euler at the measured state
+            return self.feedforward.torque(q, qd, desired.accelerations + feedback, s.friction, s.smooth)
+        raise StateError(f"unknown control law {s.law!r} (expected one of {list(CONTROL_LAWS)})")
+
+    def clamp(self, tau: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+        """``tau`` limited to ``±`` the effort limits, and where it was over them."""
+        limit = self.effort_limits
+        over = (tau > limit) | (tau < -limit)
+        if not over.any():
+            return tau, over
+        return np.minimum(np.maximum(tau, -limit), limit), over
+
+
+# ------------------------------------------------------------------------------------------------
+# one joint state at a time (the node)
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class ControlCounters:
+    """What the controller did: clamped commands and joints, stale episodes and stop commands."""
+
+    commands: int = 0
+    clamped_commands: int = 0
+    clamped_joints: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    stale_events: int = 0
+    stale_commands: int = 0
+
+
+class Controller:
+    """The law with its state, one joint state at a time: the hold position, limits, the stale rule.
+
+    ``settings`` may be replaced at any time (the next call reads it). Times are ns of one clock (the
+    node's): :meth:`command` at each joint state's receipt, :meth:`stale_command` from a watchdog.
+    """
+
+    def __init__(self, law: ControlLaw, settings: ControlSettings) -> None:
+        self.law = law
+        self.settings = settings
+        self.hold: FloatArray | None = None  # q_hold, fixed when a hold begins
+        self._hold_sample: TrajectorySample | None = None  # (q_hold, 0, 0)
+        self.last_received: int | None = None  # ns, receipt of the newest joint state
+        self.last_position: FloatArray | None = None
+        self.stale = False
+        self.counters = ControlCounters(clamped_joints=np.zeros(law.model.dof, dtype=np.int64))
+
+    def release_hold(self) -> None:
+        """A new hold begins at the next holding joint state (after a cancelled trajectory)."""
+        self.hold = None
+
+    def command(
+        self,
+        now: int,
+        q: FloatArray,
+        qd: FloatArray,
+        desired: TrajectorySample | None,
+        ended: FloatArray | None = None,
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The command for a joint state received at ``now``: ``(τ, q_d, qd_d)``.
+
+        ``desired``: the trajectory's desired state, or None to hold; ``ended``: the last point of a
+        trajectory that finished at this joint state (the new hold position).
+        """
+        s = self.settings
+        self.last_received, self.last_position = now, q
+        if self.stale:  # fresh again: a new hold begins here
+            self.stale, self.hold = False, None
+        if desired is not None:
+            self.hold = None
+            tau = self.law.torque(q, qd, desired, True, s)
+            q_d, qd_d = desired.positions, desired.velocities
+        else:
+            if ended is not None or self.hold is None:
+                self.hold = np.array(q if ended is None else ended)  # its own copy: kept for the whole hold
+                self._hold_sample = TrajectorySample(self.hold, self.law.zeros, self.law.zeros)
+            if s.law == "feedforward":  # no desired state needed: today's holding law
+                tau = self.law.feedforward.holding(q, qd, s.friction, s.smooth)
+                q_d, qd_d = q, qd
+            else:
+                hold = self._hold_sample
+                assert hold is not None
+                tau = self.law.torque(q, qd, hold, False, s)
+                q_d, qd_d = hold.positions, hold.velocities
+        self.counters.commands += 1
+        return self._limited(tau), q_d, qd_d
+
+    def stale_command(self, now: int) -> FloatArray | None:
+        """The stop command when the newest joint state is older than ``state_timeout`` (else None).
+
+        Counts a stale event when the state turns stale and every stop command returned.
+        """
+        s, last = self.settings, self.last_received
+        if s.state_timeout <= 0.0 or last is None or (now - last) * 1e-9 <= s.state_timeout:
+            return None
+        if not self.stale:
+            self.stale = True
+            self.counters.stale_events += 1
+        self.counters.stale_commands += 1
+        if s.stale_action == "zero" or self.last_position is None:
+            return np.zeros(self.law.model.dof)
+        zeros = self.law.zeros
+        return self._limited(self.law.feedforward.holding(self.last_position, zeros, s.friction, s.smooth))
+
+    def _limited(self, tau: FloatArray) -> FloatArray:
+        if not (self.settings.limit_efforts and self.law.limited):
+            return tau
+        tau, over = self.law.clamp(tau)
+        if over.any():
+            self.counters.clamped_commands += 1
+            self.counters.clamped_joints += over
+        return tau
+
+
+# ------------------------------------------------------------------------------------------------
+# a whole stream at once (offline replay of a run)
+# ------------------------------------------------------------------------------------------------
+def control_batch(
+    law: ControlLaw,
+    settings: ControlSettings,
+    receive_times: NDArray[np.int64],
+    stamps: NDArray[np.int64],
+    q: FloatArray,
+    qd: FloatArray,
+    trajectories: Sequence[ReceivedTrajectory] = (),
+) -> Feedforward:
+    """What :class:`Controller` commands for these joint states (receive order), computed at once.
+
+    The arrays are those of :func:`~robot_dynamics.feedforward.active_segments`; ``position`` and
+    ``velocity`` of the result are the desired state used (the hold position at rest; for
+    ``feedforward`` while holding, the measured state, as the node publishes). No stale episodes:
+    every joint state of the stream is taken as fresh.
+    """
+    n_msgs, n = q.shape
+    desired = TrajectorySample(q.copy(), np.zeros((n_msgs, n)), np.zeros((n_msgs, n)))
+    tracking = np.zeros(n_msgs, dtype=bool)
+    hold_from: dict[int, FloatArray] = {0: q[0]} if n_msgs else {}  # first holding row -> q_hold
+    for seg in active_segments(law.model.joint_names, receive_times, stamps, q, qd, trajectories):
+        rows = seg.rows
+        desired.positions[rows] = seg.desired.positions
+        desired.velocities[rows] = seg.desired.velocities
+        desired.accelerations[rows] = seg.desired.accelerations
+        tracking[rows] = True
+        if seg.finished_at is not None:
+            hold_from[seg.finished_at] = seg.end_position
+    hold = ~tracking
+    if settings.law != "feedforward" and hold.any():
+        starts = hold & ~np.concatenate(([False], hold[:-1]))  # a hold begins after tracking...
+        starts[list(hold_from)] = True  # ... and where a trajectory finished (even one active at no row)
+        starts &= hold
+        run_start, run_id = np.flatnonzero(starts), np.cumsum(starts) - 1
+        anchors = np.array([hold_from.get(int(r), q[r]) for r in run_start])
+        desired.positions[hold] = anchors[run_id[hold]]
+    tau = law.torque(q, qd, desired, tracking, settings)
+    if settings.limit_efforts and law.limited:
+        tau = law.clamp(tau)[0]
+    position, velocity = desired.positions, desired.velocities
+    if settings.law == "feedforward":
+        position[hold], velocity[hold] = q[hold], qd[hold]
+    return Feedforward(tau, position, velocity, tracking)

@@ -1,0 +1,218 @@
+"""The feed-forward node's control law as ROS parameters: declared, validated, changed at run time.
+
+:class:`ControlParameters` gives a node the parameters of :mod:`robot_dynamics.control` — ``control_law``,
+``kp``, ``kd``, ``limit_efforts``, ``state_timeout``, ``stale_action`` — each changeable at run time
+and refused with the reason when invalid (NaN, negative or wrong-length gains; a gain array may be
+integers, as ROS users write them); holds the :class:`~robot_dynamics.control.Controller` the node
+calls per joint state; runs the stale-state watchdog (a timer on the node's clock, so simulated time
+under ``use_sim_time``, every ``state_timeout / 4``) that publishes the stop command through the
+node's own outputs; and reports the law in force, clamp counts and stale events in diagnostics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import Clock
+
+from robot_dynamics.control import (
+    CONTROL_LAWS,
+    STALE_ACTIONS,
+    ControlLaw,
+    Controller,
+    ControlSettings,
+    as_gains,
+    gains_error,
+)
+from robot_dynamics.feedforward import FeedforwardLaw
+from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.ros.messages import StartupError
+from robot_dynamics.ros.robot_node import ParameterCheck, RobotNode, check_bool, check_choice
+
+#: ``publish(stamp ns, position, velocity, torque) -> whether anything was written``
+Publish = Callable[[int, FloatArray, FloatArray, FloatArray], bool]
+GAIN_UNITS = {"kp": "N m/rad; computed_torque: 1/s^2", "kd": "N m s/rad; computed_torque: 1/s"}
+
+
+def clock_reader(clock: Clock) -> Callable[[], int]:
+    """``clock``'s time in ns, read as ``Clock.now()`` reads it (simulated time under ``use_sim_time``)
+    without building a ``Time`` object: about a quarter of ``now()``'s cost, paid on every joint state."""
+    handle = clock.handle
+
+    def now() -> int:
+        with handle:
+            return int(handle.get_now().nanoseconds)
+
+    return now
+
+
+def check_timeout(value: Any) -> str | None:
+    """A :data:`ParameterCheck` for ``state_timeout``: finite seconds ``>= 0``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return f"expected seconds >= 0 (0 = never stale), got {value!r}"
+    return None
+
+
+class ControlParameters:
+    """The control-law parameters of ``node`` (declared now), its controller and stale watchdog."""
+
+    def __init__(self, node: RobotNode, publish: Publish) -> None:
+        self.node = node
+        self.publish = publish
+        self.now = clock_reader(node.get_clock())  # the node's clock: simulated time under use_sim_time
+        self.settings = ControlSettings()
+        self.controller: Controller | None = None
+        self._gain_values: dict[str, Any] = {}
+        self._watchdog: Any = None
+        node.declare_dynamic(
+            "control_law",
+            "feedforward",
+            "feedforward | pd_feedforward (tau_ff + Kp e + Kd e_dot) | computed_torque "
+            "(D(q)(qdd_d + Kp e + Kd e_dot) + h + c + b)",
+            check_choice(CONTROL_LAWS),
+            self._set_law,
+        )
+        for name, unit in GAIN_UNITS.items():
+            self._declare_gains(name, f"{name} per joint, model joint order ({unit}); one number = every joint")
+        node.declare_dynamic(
+            "limit_efforts",
+            False,
+            "clamp the command to the robot file's effort limits (counted in diagnostics)",
+            check_bool,
+            lambda value: self.update(limit_efforts=bool(value)),
+        )
+        node.declare_dynamic(
+            "state_timeout",
+            0.0,
+            "s without a joint state after which the command stops (stale_action); 0 = never",
+            check_timeout,
+            self._set_state_timeout,
+        )
+        node.declare_dynamic(
+            "stale_action",
+            "zero",
+            "the command while the joint states are stale: zero (torque) | hold (gravity at the last position)",
+            check_choice(STALE_ACTIONS),
+            lambda value: self.update(stale_action=str(value)),
+        )
+
+    # -- parameters -------------------------------------------------------------------------------
+    def update(self, **changes: Any) -> None:
+        """New settings; the next joint state (and the watchdog) reads them."""
+        self.settings = replace(self.settings, **changes)
+        if self.controller is not None:
+            self.controller.settings = self.settings
+
+    def _set_law(self, value: str) -> None:
+        if value != self.settings.law and self.controller is not None:
+            self.controller.release_hold()  # a new hold begins where the arm is now, not where it was
+        self.update(law=str(value))
+
+    def _declare_gains(self, name: str, description: str) -> None:
+        """A run-time gain parameter: unset, one number or one per joint; integers accepted."""
+        node = self.node
+        node.declare_parameter(name, None, ParameterDescriptor(description=description, dynamic_typing=True))
+        check: ParameterCheck = lambda value: gains_error(value, None if node.model is None else node.model.dof)  # noqa: E731
+        value = node.optional_param(name)
+        error = check(value)
+        if error:
+            raise StartupError(f"parameter {name}: {error}")
+        node._dynamic[name] = (check, lambda v: self._set_gains(name, v))
+        self._gain_values[name] = value
+
+    def _set_gains(self, name: str, value: Any) -> None:
+        self._gain_values[name] = value
+        if self.node.model is not None:
+            self.update(**{name: as_gains(value, self.node.model.dof)})
+
+    def _set_state_timeout(self, value: float) -> None:
+        self.update(state_timeout=float(value))
+        if self._watchdog is not None:
+            self.node.destroy_timer(self._watchdog)
+            self._watchdog = None
+        if value > 0.0:  # on the node's clock: simulated time under use_sim_time
+            self._watchdog = self.node.create_timer(float(value) / 4.0, self._check_stale)
+
+    # -- the model --------------------------------------------------------------------------------
+    def on_model(self, model: RobotModel, law: FeedforwardLaw) -> None:
+        """A (new) robot: the gains checked against its joints, a fresh controller."""
+        gains = []
+        for name, value in self._gain_values.items():
+            error = gains_error(value, model.dof)
+            if error and self.node.model is None:
+                raise StartupError(f"parameter {name}: {error} (robot {model.name!r} has {model.dof} joints)")
+            if error:
+                self.node.warnings.warn(name, f"parameter {name}: {error} for the new robot {model.name!r}; now zero")
+            gains.append(as_gains(None if error else value, model.dof))
+        self.settings = replace(self.settings, kp=gains[0], kd=gains[1])
+        self.controller = Controller(ControlLaw(model, law), self.settings)
+
+    def on_payload(self, model: RobotModel, law: FeedforwardLaw) -> None:
+        """The same joints with a payload: the controller keeps its state, the law changes."""
+        if self.controller is not None:
+            self.controller.law = ControlLaw(model, law)
+
+    def release_hold(self) -> None:
+        if self.controller is not None:
+            self.controller.release_hold()
+
+    # -- stale state ------------------------------------------------------------------------------
+    def _check_stale(self) -> None:
+        """Watchdog: the stop command while no joint state is newer than ``state_timeout``."""
+        controller = self.controller
+        if controller is None:
+            return
+        now = self.now()
+        was_stale = controller.stale
+        tau = controller.stale_command(now)
+        if tau is None:
+            return
+        if not was_stale:
+            timeout = self.settings.state_timeout
+            self.node.get_logger().warning(f"no joint state for {timeout:g} s: commanding {self.stale_text()}")
+        position = controller.last_position if controller.last_position is not None else np.zeros_like(tau)
+        self.publish(now, position, np.zeros_like(tau), tau)
+
+    def stale_text(self) -> str:
+        return "zero torque" if self.settings.stale_action == "zero" else "gravity hold at the last position"
+
+    # -- diagnostics ------------------------------------------------------------------------------
+    def diagnostic_level(self) -> tuple[bytes, str] | None:
+        if self.controller is not None and self.controller.stale:
+            return DiagnosticStatus.WARN, f"joint states stale: commanding {self.stale_text()}"
+        return None
+
+    def diagnostic_values(self) -> list[tuple[str, str]]:
+        """The law in force, gains, limits, clamp counts (per joint) and the stale-state rule."""
+        s, controller = self.settings, self.controller
+
+        def numbers(values: FloatArray | None) -> str:
+            return "" if values is None else ",".join(f"{v:g}" for v in values)
+
+        values = [
+            ("control_law", s.law),
+            ("kp", numbers(s.kp)),
+            ("kd", numbers(s.kd)),
+            ("limit_efforts", str(s.limit_efforts).lower()),
+            ("state_timeout", f"{s.state_timeout:g}"),
+            ("stale_action", s.stale_action),
+        ]
+        if controller is None:
+            return values
+        c = controller.counters
+        names = controller.law.model.joint_names
+        state = "waiting" if controller.last_received is None else "stale" if controller.stale else "fresh"
+        return [
+            *values,
+            ("clamped_commands", str(c.clamped_commands)),
+            *((f"clamped[{name}]", str(int(k))) for name, k in zip(names, c.clamped_joints, strict=True) if k),
+            ("joint_states", state),
+            ("stale_events", str(c.stale_events)),
+            ("stale_commands", str(c.stale_commands)),
+        ]
