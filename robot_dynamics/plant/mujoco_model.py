@@ -269,8 +269,8 @@ def compile_plant(
         joint.frictionloss = float(terms["friction"][i])
     if not payload.is_empty:
         inertia = payload.inertia
-        body = spec.body(source.tip).add_body(name=PAYLOAD_BODY, pos=payload.com, mass=payload.mass)
-        body.explicitinertial = True
+        body = spec.body(source.tip).add_body(name=PAYLOAD_BODY)  # at the tool frame
+        body.mass, body.ipos, body.iquat, body.explicitinertial = payload.mass, payload.com, [1, 0, 0, 0], True
         body.fullinertia = [inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[0, 2], inertia[1, 2]]
     exact = _placeholders(spec)
     try:
