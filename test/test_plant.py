@@ -395,3 +395,44 @@ def test_bad_sources_are_one_clear_error(tmp_path: Path) -> None:
     entity = '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY e SYSTEM "file:///etc/passwd">]><robot name="r">&e;</robot>'
     with pytest.raises(ModelError, match="entity declarations are not allowed"):
         plant_source(entity)
+
+
+# ------------------------------------------------------------------------------------------------
+# the model engine (the simulator's integrator of the robot file itself)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("friction", [False, True])
+@pytest.mark.parametrize("integrator", ["fixed_step", "adaptive"])
+def test_model_engine_integrators_follow_the_engine(integrator: str, friction: bool) -> None:
+    puma = load("puma560")
+    q0 = np.array([0.0, 0.8, -1.0, 0.2, 0.6, -0.3])
+    qd0 = np.array([0.0, 0.3, -0.2, 0.0, 0.0, 0.1])
+    tau = rd.gravity_torques(puma, q0) + np.array([0.0, 40.0, -10.0, 0.0, 0.0, 0.0])
+    plant = ModelPlant(puma, 0.005, integrator, friction)
+    plant.reset(q0, qd0)
+    plant.step(tau)
+    if integrator == "adaptive":
+        ref = rd.simulate(puma, q0, qd0, tau, 0.005, t_eval=(0.0, 0.005), friction=friction)
+        np.testing.assert_allclose(plant.q, ref.q[-1], atol=1e-12)
+        np.testing.assert_allclose(plant.qd, ref.qd[-1], atol=1e-12)
+        return
+    qdd = rd.forward_dynamics(puma, q0, qd0, tau, friction=friction)  # constant acceleration (no reversal)
+    np.testing.assert_allclose(plant.qd, qd0 + 0.005 * qdd, atol=1e-12)
+    np.testing.assert_allclose(plant.q, q0 + 0.005 * qd0 + 0.5 * 0.005**2 * qdd, atol=1e-12)
+    assert plant.time == 0.005
+    # two periods' worth of lag are split into steps of at most one period
+    plant.reset(q0, qd0)
+    plant.step(tau, 0.01)
+    ref = rd.simulate(puma, q0, qd0, tau, 0.01, t_eval=(0.0, 0.01), friction=friction)
+    np.testing.assert_allclose(plant.q, ref.q[-1], atol=1e-4)
+
+
+def test_model_engine_stops_a_sticky_joint_instead_of_reversing() -> None:
+    puma = load("puma560")
+    q0 = np.array([0.0, 0.8, -1.0, 0.2, 0.6, -0.3])
+    plant = ModelPlant(puma, 0.005)
+    plant.reset(q0, np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1e-3]))
+    tau = rd.gravity_torques(puma, q0)
+    plant.step(tau)
+    assert plant.qd[5] == 0.0 and q0[5] < plant.q[5] < q0[5] + 0.005 * 1e-3
+    plant.step(tau)  # held by stiction from now on
+    np.testing.assert_array_equal(plant.qd, np.zeros(6))

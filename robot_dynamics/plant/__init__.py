@@ -1,5 +1,6 @@
 """The simulated arm of the simulator node: one plant interface, two engines (no ROS in here).
 
+* :func:`~robot_dynamics.plant.engines.make_plant`: a plant of either engine from a node's options;
 * :class:`~robot_dynamics.plant.base.Plant`: ``reset(q, qd)``, ``step(tau)`` for one control period
   (limited to the effort limits, the torque applied returned), ``q``, ``qd``, ``time``, an external
   wrench at the tool;
@@ -19,8 +20,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from robot_dynamics.plant.base import Plant
+from robot_dynamics.plant.base import Plant, start_state
 from robot_dynamics.plant.deviations import NO_DEVIATIONS, Deviations, load_deviations, parse_deviations
+from robot_dynamics.plant.engines import ENGINES, PlantOptions, make_plant
 from robot_dynamics.plant.model_engine import ModelPlant
 
 _LAZY = {
@@ -30,8 +32,6 @@ _LAZY = {
     "plant_source": "robot_dynamics.plant.mujoco_model",
     "true_model": "robot_dynamics.plant.true_model",
 }
-
-ENGINES = ("model", "mujoco")
 
 
 def __getattr__(name: str) -> Any:
@@ -47,10 +47,13 @@ __all__ = [
     "ModelPlant",
     "MujocoPlant",
     "Plant",
+    "PlantOptions",
     "PlantSource",
     "compile_plant",
     "load_deviations",
+    "make_plant",
     "parse_deviations",
     "plant_source",
+    "start_state",
     "true_model",
 ]

@@ -27,6 +27,28 @@ from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.payload import NO_PAYLOAD, Payload
 
 
+def start_state(
+    model: RobotModel, pose: str = "", position: object = None, velocity: object = None
+) -> tuple[FloatArray, FloatArray]:
+    """The start ``(q, qd)``: a named pose of the model, else ``position`` (None = zeros), and
+    ``velocity`` (None = zeros); ValueError naming the parameter when it does not fit the model."""
+    n = model.dof
+    if pose:
+        if pose not in model.named_poses:
+            raise ValueError(
+                f"parameter initial_pose: robot {model.name!r} has no pose {pose!r} "
+                f"(it has {sorted(model.named_poses)})"
+            )
+        q0 = np.array(model.named_poses[pose], dtype=np.float64)
+    else:
+        q0 = np.zeros(n) if position is None else np.asarray(position, dtype=np.float64)
+    qd0 = np.zeros(n) if velocity is None else np.asarray(velocity, dtype=np.float64)
+    for what, v in (("initial_position", q0), ("initial_velocity", qd0)):
+        if v.shape != (n,) or not np.isfinite(v).all():
+            raise ValueError(f"parameter {what}: expected {n} finite values for {model.joint_names}, got {v.tolist()}")
+    return q0, qd0
+
+
 class Plant(ABC):
     """A simulated arm stepped one control period at a time (see the module docstring)."""
 

@@ -43,6 +43,13 @@ class ModelPlant(Plant):
         self._qd: FloatArray = np.zeros(model.dof)
         self._time = 0.0
 
+    @staticmethod
+    def warm(model: RobotModel) -> None:
+        """Trace (or load) the forward-dynamics programs a step runs (before a new model is swapped in)."""
+        z = np.zeros(model.dof)
+        for friction in (False, True):
+            forward_dynamics(model, z, z, z, friction=friction)
+
     @property
     def q(self) -> FloatArray:
         return self._q.copy()
