@@ -436,3 +436,11 @@ def test_model_engine_stops_a_sticky_joint_instead_of_reversing() -> None:
     assert plant.qd[5] == 0.0 and q0[5] < plant.q[5] < q0[5] + 0.005 * 1e-3
     plant.step(tau)  # held by stiction from now on
     np.testing.assert_array_equal(plant.qd, np.zeros(6))
+
+
+def test_the_example_deviation_file_fits_the_ur5() -> None:
+    example = Path(__file__).resolve().parent.parent / "config" / "plant_deviations.yaml"
+    plant = make_plant("ur5", load_deviations(example))
+    true = plant.true_model
+    assert [j.friction.coulomb[0] for j in true.joints] == [4.0, 4.0, 3.0, 1.0, 1.0, 0.8]
+    assert [j.motor.inertia for j in true.joints if j.motor] == [0.15, 0.15, 0.1, 0.02, 0.02, 0.02]
