@@ -240,3 +240,37 @@ def test_a_bad_mjcf_is_one_fatal_line_and_exit_1(tmp_path: Path) -> None:
     lines = output_lines(result)
     assert result.returncode == 1 and len(lines) == 1, (result.returncode, lines)
     assert "FATAL" in lines[0] and "cannot build the mujoco plant: broken.xml: MuJoCo cannot read it" in lines[0]
+
+
+def test_set_payload_and_reset_on_the_mujoco_engine(context: Any, ur5: Any) -> None:
+    """The node's payload swap rebuilds the MuJoCo plant (state carried on); reset returns to a state."""
+    from robot_dynamics_interfaces.srv import ResetSimulation, SetPayload
+
+    sim = SimulatorNode(
+        namespace="/plant_payload",
+        context=context,
+        parameter_overrides=[
+            Parameter("robot_config", value=UR5),
+            Parameter("engine", value="mujoco"),
+            Parameter("backend", value="python"),
+            Parameter("initial_position", value=START.tolist()),
+        ],
+    )
+    try:
+        assert sim.plant is not None
+        sim.plant.step(np.zeros(6))
+        q, qd = sim.q, sim.qd
+        request = SetPayload.Request()
+        request.payload.m, request.payload.com.z = 2.5, 0.08
+        request.payload.ixx = request.payload.iyy = request.payload.izz = 0.01
+        response = SetPayload.Response()
+        sim.payload_switch.handle(request, response)
+        assert np.array_equal(sim.q, q) and np.array_equal(sim.qd, qd)
+        loaded = rd.with_payload(ur5, 2.5, [0.0, 0.0, 0.08], np.eye(3) * 0.01)
+        expected = rd.inertia_matrix(loaded, q, backend="python")
+        assert np.abs(rd.inertia_matrix(sim.plant.true_model, q, backend="python") - expected).max() < 1e-12
+        reset = sim._on_reset(ResetSimulation.Request(), ResetSimulation.Response())
+        assert reset.success and np.array_equal(sim.q, START) and np.array_equal(sim.qd, np.zeros(6))
+        assert sim.plant.time == 0.0
+    finally:
+        sim.destroy_node()
