@@ -288,6 +288,17 @@ def test_external_force_at_the_tool_acts_as_jacobian_transpose(engine: str) -> N
         plant.external_wrench = np.array([1.0, 2.0])
 
 
+def test_real_time_durations_are_whole_physics_steps_with_the_remainder_carried() -> None:
+    plant = make_plant("ur5")
+    plant.reset(np.full(6, 0.2), np.zeros(6))
+    hold = rd.gravity_torques(load("ur5"), np.full(6, 0.2), backend="python")
+    plant.step(hold, 0.0025)  # 2 steps of 1 ms, 0.5 ms carried
+    assert plant.time == pytest.approx(0.002, abs=1e-12)
+    plant.step(hold, 0.0025)  # 3 steps
+    assert plant.time == pytest.approx(0.005, abs=1e-12)
+    assert make_plant("ur5", period=0.005).substeps == 5
+
+
 def test_payload_rebuilds_the_plant_with_the_loaded_dynamics() -> None:
     plant, model = make_plant("ur5"), load("ur5")
     plant.reset(np.full(6, 0.4), np.full(6, 0.1))
@@ -404,6 +415,7 @@ def test_bad_sources_are_one_clear_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("integrator", ["fixed_step", "adaptive"])
 def test_model_engine_integrators_follow_the_engine(integrator: str, friction: bool) -> None:
     puma = load("puma560")
+    rd.prepare(puma, "python")  # (the native programs are checked against these elsewhere)
     q0 = np.array([0.0, 0.8, -1.0, 0.2, 0.6, -0.3])
     qd0 = np.array([0.0, 0.3, -0.2, 0.0, 0.0, 0.1])
     tau = rd.gravity_torques(puma, q0) + np.array([0.0, 40.0, -10.0, 0.0, 0.0, 0.0])
@@ -428,6 +440,7 @@ def test_model_engine_integrators_follow_the_engine(integrator: str, friction: b
 
 def test_model_engine_stops_a_sticky_joint_instead_of_reversing() -> None:
     puma = load("puma560")
+    rd.prepare(puma, "python")
     q0 = np.array([0.0, 0.8, -1.0, 0.2, 0.6, -0.3])
     plant = ModelPlant(puma, 0.005)
     plant.reset(q0, np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1e-3]))

@@ -24,6 +24,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from ros_harness import Spinner, client_node, private_context, spinner_in_namespace, wait_until  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
 from test_ros_processes import executable_path, output_lines  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
@@ -173,6 +174,13 @@ def test_a_missing_answer_is_counted_and_the_command_held(context: Any, ros: tup
     controller.pub.publish(stale)
     wait_until(lambda: sim.clock.late >= 1, "the late answer to be counted")
     assert np.array_equal(sim.tau, last)
+    # a commands array (no stamp) answers the state waiting for an answer
+    array = client.create_publisher(Float64MultiArray, "commands", DATA_QOS)
+    wait_until(lambda: array.get_subscription_count() >= 1, "the simulator's commands subscription")
+    missed = sim.clock.missed
+    array.publish(Float64MultiArray(data=[1.0, 2.0, 3.0, 0.5, 0.5, 0.5]))
+    wait_until(lambda: sim.tau.tolist() == [1.0, 2.0, 3.0, 0.5, 0.5, 0.5], "the array command")
+    assert sim.clock.late == 1 and sim.clock.missed >= missed
     # command_timeout (simulated seconds): the held command becomes zero torque
     assert sim.set_parameters([Parameter("command_timeout", value=0.002)])[0].successful
     wait_until(lambda: not sim.applied.any(), "the stale command to time out")
