@@ -383,6 +383,32 @@ def test_an_mjcf_file_with_a_locked_joint_equals_its_urdf_twin(tmp_path: Path) -
     assert relative(rd.inertia_matrix(true, q, backend="python"), D) < TOL
 
 
+def test_refused_inertias_in_rotated_inertial_frames_are_written_back_exactly() -> None:
+    """Both links violate the triangle inequality, in inertial frames with rpy: MuJoCo's compiler refuses
+    them, the plant writes the file's principal moments and axes back, the dynamics are the loader's."""
+    urdf = """<robot name="r"><link name="base"/>
+    <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><origin xyz="0 0 0.3"/>
+      <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="50" velocity="2"/></joint>
+    <link name="l1"><inertial><origin xyz="0.1 0.02 0.1" rpy="0.3 -0.4 1.1"/><mass value="2.0"/>
+      <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.02"/></inertial></link>
+    <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.2 0 0.1" rpy="0.2 0.1 0"/>
+      <axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="50" velocity="2"/></joint>
+    <link name="l2"><inertial><origin xyz="0.1 0 0" rpy="0.5 0.2 -0.3"/><mass value="1.0"/>
+      <inertia ixx="0.001" ixy="0.0002" ixz="0.0001" iyy="0.002" iyz="0" izz="0.004"/></inertial></link>
+    </robot>"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the loader warns about the triangle inequality
+        model = rd.load_robot(urdf)
+    plant = MujocoPlant(plant_source(urdf), model, 0.001)
+    assert any("['l1', 'l2']" in note for note in plant.notes)
+    q, qd = states(model, seed=4, count=10)
+    D = rd.inertia_matrix(model, q, backend="python")
+    h, c = rd.coriolis_centrifugal(model, q, qd, backend="python"), rd.gravity_torques(model, q, backend="python")
+    for k in range(len(q)):
+        M, bias, gravity = mujoco_terms(plant, q[k], qd[k])
+        assert relative(M, D[k]) < TOL and relative(gravity, c[k]) < TOL and relative(bias - gravity, h[k]) < TOL
+
+
 def test_meshes_are_resolved_or_dropped_with_a_reason() -> None:
     assert make_plant("ur5").mjmodel.ngeom == 8  # 7 meshes (package://example-robot-data/... found) and a box
     text = Path(UR5).read_text().replace("package://example-robot-data/robots/ur_description/", "")

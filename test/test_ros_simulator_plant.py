@@ -19,6 +19,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
 
 from engine_reference import EXAMPLE_ROBOTS  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from ros_harness import Spinner, client_node, private_context, spinner_in_namespace, wait_until  # noqa: E402
@@ -117,10 +118,18 @@ class Controller:
 
 def test_lockstep_advances_one_period_per_answered_state(context: Any, ros: tuple[Spinner, str], ur5: Any) -> None:
     spinner, ns = ros
-    controller = Controller(spinner.add(client_node(context, ns)), ur5)
+    client = spinner.add(client_node(context, ns))
+    controller = Controller(client, ur5)
     sim = start_simulator(context, spinner, ns)
     wait_until(lambda: controller.answers() >= 1, "the first answer")
     sim.set_parameters([Parameter("lockstep_timeout", value=10.0)])  # started: from now on a miss would be a stall
+    # a 20 N push on the tool, scheduled from simulated time 1.2 s (the step that starts at t_200)
+    push = client.create_publisher(WrenchStamped, "simulator_node/external_wrench", DATA_QOS)
+    wait_until(lambda: push.get_subscription_count() >= 1, "the simulator's external_wrench subscription")
+    wrench = WrenchStamped()
+    wrench.header.stamp.sec, wrench.header.stamp.nanosec = 1, 200_000_000
+    wrench.wrench.force.z, wrench.wrench.torque.x = -20.0, 0.5
+    push.publish(wrench)
     wait_until(lambda: controller.answers() >= 300, "300 answered states", timeout=60)
     with controller.lock:
         states, sent, order, clock = (
@@ -144,10 +153,14 @@ def test_lockstep_advances_one_period_per_answered_state(context: Any, ros: tupl
     for t in order[:-1]:
         assert np.array_equal(by_stamp[t + PERIOD_NS][3], np.clip(sent[t], -limit, limit))
     assert by_stamp[order[1]][3][0] == 150.0
-    # deterministic: the same commands on a plant of our own give the same states, bit for bit
+    # deterministic: the same commands (and the push from t = 1.2 s) on a plant of our own give the same
+    # states, bit for bit
+    assert order[-1] > 1_200_000_000 and sim.plant is not None and sim.plant.external_wrench[2] == -20.0
     plant = MujocoPlant(plant_source(UR5), ur5, 1e-3)
     plant.reset(START, np.zeros(6))
     for t in order[:-1]:
+        if t == 1_200_000_000:
+            plant.external_wrench = np.array([0.0, 0.0, -20.0, 0.5, 0.0, 0.0])
         plant.step(sent[t])
         assert np.array_equal(plant.q, by_stamp[t + PERIOD_NS][1]) and np.array_equal(
             plant.qd, by_stamp[t + PERIOD_NS][2]

@@ -7,6 +7,8 @@ Subscribes
     ``joint_commands`` (sensor_msgs/JointState): the same by joint name in ``effort`` (any order, extra
     joints ignored, every model joint needed).
     The latest command is held (zero-order hold) until the next one, or until ``command_timeout``.
+    ``~/external_wrench`` (geometry_msgs/WrenchStamped): a push on the tool, world axes, scheduled by
+    its stamp (:mod:`.simulator_plant`).
 Publishes
     ``joint_states`` (sensor_msgs/JointState): position, velocity and effort = the torque actually
     applied (the command limited to the robot file's effort limits);
@@ -49,7 +51,7 @@ from robot_dynamics.errors import RobotDynamicsError, StateError
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.models import DEFAULT_ROBOT
 from robot_dynamics.payload import payload_of
-from robot_dynamics.plant import ENGINES, ModelPlant, Plant, PlantOptions, make_plant, start_state
+from robot_dynamics.plant import ENGINES, ModelPlant, Plant, make_plant, start_state
 from robot_dynamics.ros.lockstep import LockstepClock
 from robot_dynamics.ros.messages import (
     DATA_QOS,
@@ -64,6 +66,7 @@ from robot_dynamics.ros.messages import (
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
 from robot_dynamics.ros.robot_node import RobotNode, check_bool
+from robot_dynamics.ros.simulator_plant import ExternalWrenchInput, declare_plant_parameters, plant_options
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
@@ -96,14 +99,7 @@ class SimulatorNode(RobotNode):
                 Parameter.Type.DOUBLE_ARRAY,
                 ParameterDescriptor(description=f"start {what} in model joint order (unset = zeros)"),
             )
-        self.declare("engine", "model", f"physics engine: {' | '.join(ENGINES)}", read_only=True)
-        self.declare("integrator", "fixed_step", "model engine: fixed_step | adaptive (slow)", read_only=True)
-        self.declare("mjcf", "", "mujoco engine: an MJCF file instead of the robot file", read_only=True)
-        self.declare("plant_deviations", "", "mujoco engine: plant deviation YAML file", read_only=True)
-        self.declare("timestep", 0.001, "mujoco engine: largest physics timestep, s", read_only=True)
-        self.declare(
-            "mujoco_integrator", "implicitfast", "mujoco engine: implicitfast | implicit | euler | rk4", read_only=True
-        )
+        declare_plant_parameters(self)
         self.declare(
             "lockstep", False, "simulated time: publish /clock, step when each state is answered", read_only=True
         )
@@ -145,6 +141,7 @@ class SimulatorNode(RobotNode):
         self.clock_pub = self.create_publisher(Clock, "/clock", 10) if self.lockstep else None
         self.create_subscription(Float64MultiArray, "commands", self._on_array_command, DATA_QOS)
         self.create_subscription(JointState, "joint_commands", self._on_joint_command, DATA_QOS)
+        self.wrench_input = ExternalWrenchInput(self)
         self.create_service(ResetSimulation, "reset_simulation", self._on_reset)
         self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
         if self.lockstep:  # the answers drive the loop; this timer only notices a missing one
@@ -170,17 +167,7 @@ class SimulatorNode(RobotNode):
         """The model, and the plant built from the same robot (a bad plant fails like a bad robot)."""
         model = super()._load_model(description, config)
         robot = description if description.strip() else (config.strip() or DEFAULT_ROBOT)
-        options = PlantOptions(
-            engine=self.engine,
-            integrator=str(self.param("integrator")),
-            friction=self.friction,
-            mjcf=str(self.param("mjcf")),
-            deviations=str(self.param("plant_deviations")),
-            timestep=float(self.param("timestep")),
-            mujoco_integrator=str(self.param("mujoco_integrator")),
-            locked_joints=self._locks,
-            joint_map=self._joint_map,
-        )
+        options = plant_options(self, self.friction, self._locks, self._joint_map)
         try:
             self._next_plant = make_plant(
                 options, model, self.period, robot, self.param("base_link") or None, self.param("tip_link") or None
@@ -311,6 +298,10 @@ class SimulatorNode(RobotNode):
             self.tau = np.zeros(plant.model.dof)
         t0 = time.perf_counter()
         try:
+            now_ns = self.clock.now_ns if self.lockstep else self.get_clock().now().nanoseconds
+            wrench = self.wrench_input.due(now_ns)
+            if wrench is not None:
+                plant.external_wrench = wrench
             self.applied = plant.step(self.tau, duration)
             self.steps += 1
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
@@ -385,7 +376,7 @@ class SimulatorNode(RobotNode):
             values += [(f"clamped[{names[i]}]", str(int(c))) for i, c in enumerate(plant.clamped_joints) if c]
         if self.lockstep:
             values += self.clock.diagnostic_values()
-        return [*values, *self.payload_switch.diagnostic_values()]
+        return [*values, *self.wrench_input.diagnostic_values(), *self.payload_switch.diagnostic_values()]
 
 
 def main(args: list[str] | None = None) -> int:
