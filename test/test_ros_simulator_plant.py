@@ -295,3 +295,33 @@ def test_set_payload_and_reset_on_the_mujoco_engine(context: Any, ur5: Any) -> N
         assert sim.plant.time == 0.0
     finally:
         sim.destroy_node()
+
+
+def test_chain_options_and_joint_map_reach_the_mujoco_plant(context: Any, tmp_path: Path) -> None:
+    """The stock Panda as franka_ros2 names it: tip, locked fingers, joint map, deviations by topic name."""
+    panda = str(EXAMPLE_ROBOTS / "panda_description/urdf/panda.urdf")
+    deviations = tmp_path / "plant.yaml"
+    deviations.write_text("damping: {fer_joint4: 3.0}\n")
+    sim = SimulatorNode(
+        namespace="/plant_chain",
+        context=context,
+        parameter_overrides=[
+            Parameter("robot_config", value=panda),
+            Parameter("tip_link", value="panda_hand_tcp"),
+            Parameter("locked_joints", value=["panda_finger_joint1", "panda_finger_joint2=0.02"]),
+            Parameter("joint_map", value=[f"fer_joint{i}=panda_joint{i}" for i in range(1, 8)]),
+            Parameter("engine", value="mujoco"),
+            Parameter("plant_deviations", value=str(deviations)),
+            Parameter("backend", value="python"),
+        ],
+    )
+    try:
+        assert sim.plant is not None and sim.model is not None
+        true = sim.plant.true_model
+        assert true.joint_names == [f"fer_joint{i}" for i in range(1, 8)] == sim.model.joint_names
+        assert [j.friction.viscous for j in true.joints] == [0.003, 0.003, 0.003, 3.0, 0.003, 0.003, 0.003]
+        q = np.array([0.3, -0.5, 0.2, -2.0, 0.4, 1.8, -0.6])
+        expected = rd.inertia_matrix(sim.model, q, backend="python")  # fingers at 0 and 0.02 in the loader too
+        assert np.abs(rd.inertia_matrix(true, q, backend="python") - expected).max() < 1e-12
+    finally:
+        sim.destroy_node()
