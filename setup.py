@@ -26,6 +26,7 @@ setup(
         "pyyaml",
         "rosbags",
         "matplotlib",
+        "mujoco",
     ],
     extras_require={
         # identify --scheduler ADDRESS (an existing Dask cluster); the local process pool needs nothing

@@ -17,7 +17,8 @@ Layers, lowest first (a module may import its own layer and lower ones, never a 
 3. applications of the engine, independent of one another: ``identification`` (the regressor on the
    engine's tracer), ``symbolic`` (closed forms and generated code), ``bag`` (rosbag evaluation),
    ``feedforward`` (the feed-forward law shared by the ROS node and the bag evaluation), ``control``
-   (the control law around it: PD, computed torque, limits, the stale rule); and the
+   (the control law around it: PD, computed torque, limits, the stale rule), ``plant`` (the simulator's
+   physics: the engine's forward dynamics or MuJoCo, the only importer of ``mujoco``); and the
    package facade ``robot_dynamics/__init__.py``, which re-exports the engine, friction and models
    and, on first use, ``identify``;
 4. ``ros`` (rclpy nodes; the only package that imports ROS);
@@ -63,6 +64,7 @@ LAYERS: dict[str, int] = {
     "bag": 3,
     "feedforward": 3,
     "control": 3,
+    "plant": 3,
     "ros": 4,
     "cli": 5,
 }
@@ -308,6 +310,18 @@ def test_only_the_ros_package_imports_ros() -> None:
                 if top in ROS_PACKAGES or top.endswith(ROS_SUFFIXES):
                     found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: imports {name}")
     assert not found, "ROS imports outside robot_dynamics.ros:\n" + "\n".join(found)
+
+
+def test_only_the_plant_package_imports_mujoco() -> None:
+    """MuJoCo is the simulator's physics engine, nothing else's: only ``robot_dynamics.plant`` loads it."""
+    found = []
+    for module, path in module_names(PACKAGE).items():
+        if short(module).split(".")[0] == "plant":
+            continue
+        for node, _, _ in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            found += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}" for n in names if n.split(".")[0] == "mujoco"]
+    assert not found, "mujoco imported outside robot_dynamics.plant:\n" + "\n".join(found)
 
 
 # ------------------------------------------------------------------------------------------------

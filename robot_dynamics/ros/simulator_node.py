@@ -1,4 +1,4 @@
-"""Real-time forward-dynamics simulator node: effort commands in, ``joint_states`` out.
+"""Simulator node: effort commands in, ``joint_states`` out, on one of two physics engines.
 
 Subscribes
     ``commands`` (std_msgs/Float64MultiArray): joint torques in model joint order (what ros2_control's
@@ -7,26 +7,31 @@ Subscribes
     ``joint_commands`` (sensor_msgs/JointState): the same by joint name in ``effort`` (any order, extra
     joints ignored, every model joint needed).
     The latest command is held (zero-order hold) until the next one, or until ``command_timeout``.
+    ``~/external_wrench`` (geometry_msgs/WrenchStamped): a push on the tool, world axes, scheduled by
+    its stamp (:mod:`.simulator_plant`).
 Publishes
-    ``joint_states`` (sensor_msgs/JointState): position, velocity and the applied effort, at ``rate``.
+    ``joint_states`` (sensor_msgs/JointState): position, velocity and effort = the torque actually
+    applied (the command limited to the robot file's effort limits);
+    ``/clock`` (rosgraph_msgs/Clock) with ``lockstep``.
 Services
     ``reset_simulation`` (robot_dynamics_interfaces/ResetSimulation);
     ``~/set_payload`` (robot_dynamics_interfaces/SetPayload): the payload held by the tool, changed at
     run time; the simulated state carries on (:mod:`.payload_service`).
 
-Each timer tick advances the state by the elapsed wall time (real time; at most 4 periods when the
-machine lags) under the held command. ``integrator``:
+The physics is a :class:`robot_dynamics.plant.Plant` (``engine``: ``model``, the robot file's own
+forward dynamics, or ``mujoco``, MuJoCo built from the robot file or ``mjcf`` with ``plant_deviations``;
+docs/plant.md). Time:
 
-* ``fixed_step`` (default): steps of at most one period with constant acceleration from the engine's
-  forward dynamics ``qdd = D^-1 (tau - h - c - b)`` (``q += h qd + h^2/2 qdd``, ``qd += h qdd``), whose
-  stick-slip solver decides which joints at rest stick or break away
-  (``forward_dynamics(..., friction=True)``). A sticky joint whose velocity would change sign within a
-  step stops where its velocity reaches zero, so the next step decides stick or break-away exactly: no
-  chatter. One forward-dynamics call per step keeps it real time.
-* ``adaptive``: the engine's ``simulate`` over each tick (event-driven stick-slip, solve_ivp); exact
-  to its tolerances but much slower, for low rates.
+* real time (default): a wall-clock timer at ``rate`` advances the plant by the elapsed time (at most
+  4 periods when the machine lags) under the held command; ``joint_states`` stamped with the node clock;
+* ``lockstep``: the simulator is the time source (``/clock``) and steps only when answered
+  (:mod:`.lockstep`): publish ``/clock`` = t_k and ``joint_states`` stamped t_k, wait for the command
+  that answers it (at most ``lockstep_timeout`` wall seconds, else a **missed command**: the previous
+  one is held), step the plant one period, t_{k+1} = t_k + period. ``reset_simulation`` resets the
+  plant, not the clock (ROS time never runs backwards); ``command_timeout`` counts simulated seconds.
 
-With ``wait_for_command`` the robot stays at its start pose until the first command arrives.
+With ``wait_for_command`` the robot stays at its start pose until the first command arrives (lockstep:
+the state at t_0 is published again every ``lockstep_timeout`` until then, no miss counted).
 """
 
 from __future__ import annotations
@@ -38,106 +43,157 @@ from typing import Any
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics.dynamics import forward_dynamics, simulate
-from robot_dynamics.errors import StateError
-from robot_dynamics.friction import friction_parameters
+from robot_dynamics.errors import RobotDynamicsError, StateError
 from robot_dynamics.model import FloatArray, RobotModel
-from robot_dynamics.ros.messages import DATA_QOS, StartupError, as_double_array, name_index, one_line, ordered_arrays
+from robot_dynamics.models import DEFAULT_ROBOT
+from robot_dynamics.payload import payload_of
+from robot_dynamics.plant import ENGINES, ModelPlant, Plant, make_plant, start_state
+from robot_dynamics.ros.lockstep import LockstepClock
+from robot_dynamics.ros.messages import (
+    DATA_QOS,
+    StartupError,
+    as_double_array,
+    name_index,
+    ns_to_stamp,
+    one_line,
+    ordered_arrays,
+    stamp_to_ns,
+)
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
 from robot_dynamics.ros.robot_node import RobotNode, check_bool
+from robot_dynamics.ros.simulator_plant import ExternalWrenchInput, declare_plant_parameters, plant_options
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
 ResetSimulation: Any = import_module("robot_dynamics_interfaces.srv").ResetSimulation
 
 
+def _positive(value: Any) -> str | None:
+    ok = isinstance(value, float) and np.isfinite(value) and value > 0.0
+    return None if ok else f"expected a finite number of seconds > 0, got {value!r}"
+
+
+def _not_negative(value: Any) -> str | None:
+    ok = isinstance(value, float) and np.isfinite(value) and value >= 0.0
+    return None if ok else f"expected a finite number of seconds >= 0, got {value!r}"
+
+
 class SimulatorNode(RobotNode):
     def __init__(self, node_name: str = "simulator_node", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self.friction = True
-        self.declare_dynamic("friction", True, "simulate friction (stick-slip)", check_bool, self._set_friction)
-        self.declare("rate", 200.0, "integration and joint_states rate, Hz", read_only=True)
+        self.plant: Plant | None = None
+        self.declare_dynamic(
+            "friction", True, "model engine: simulate friction (stick-slip)", check_bool, self._set_friction
+        )
+        self.declare("rate", 200.0, "control rate: joint_states and plant steps per second, Hz", read_only=True)
         self.declare("initial_pose", "", "named pose of the model to start from (empty: initial_position)")
-        self.declare_parameter(
-            "initial_position",
-            Parameter.Type.DOUBLE_ARRAY,
-            ParameterDescriptor(description="start position in model joint order (unset = zeros)"),
-        )
-        self.declare_parameter(
-            "initial_velocity",
-            Parameter.Type.DOUBLE_ARRAY,
-            ParameterDescriptor(description="start velocity in model joint order (unset = zeros)"),
-        )
+        for name, what in (("initial_position", "position"), ("initial_velocity", "velocity")):
+            self.declare_parameter(
+                name,
+                Parameter.Type.DOUBLE_ARRAY,
+                ParameterDescriptor(description=f"start {what} in model joint order (unset = zeros)"),
+            )
+        declare_plant_parameters(self)
         self.declare(
-            "integrator", "fixed_step", "fixed_step (real time) | adaptive (engine simulate, slow)", read_only=True
+            "lockstep", False, "simulated time: publish /clock, step when each state is answered", read_only=True
+        )
+        self.declare_dynamic(
+            "lockstep_timeout", 1.0, "lockstep: wall s to wait for an answer", _positive, lambda _: None
         )
         self.declare("wait_for_command", True, "hold the start state until the first command", read_only=True)
-        self.declare("command_timeout", 0.0, "seconds after which a stale command becomes zero torque (0 = never)")
+        self.declare_dynamic(
+            "command_timeout",
+            0.0,
+            "s after which a stale command becomes zero torque (0 = never)",
+            _not_negative,
+            lambda _: None,
+        )
         rate = float(self.param("rate"))
         if not (np.isfinite(rate) and rate > 0.0):
             raise StartupError(f"parameter rate must be > 0 Hz, got {rate}")
-        self.period = 1.0 / rate
-        self.integrator = str(self.param("integrator"))
-        if self.integrator not in ("fixed_step", "adaptive"):
-            raise StartupError(f"parameter integrator must be 'fixed_step' or 'adaptive', got {self.integrator!r}")
-        self.q: FloatArray = np.zeros(0)
-        self.qd: FloatArray = np.zeros(0)
-        self.tau: FloatArray = np.zeros(0)
+        self.period_ns = max(1, round(1e9 / rate))
+        self.period = self.period_ns * 1e-9
+        self.engine = str(self.param("engine"))
+        if self.engine not in ENGINES:
+            raise StartupError(f"parameter engine must be one of {list(ENGINES)}, got {self.engine!r}")
+        self.lockstep = bool(self.param("lockstep"))
+        self._next_plant: Plant | None = None
+        self.tau: FloatArray = np.zeros(0)  # the command held
+        self.applied: FloatArray = np.zeros(0)  # the torque the plant applied last
         self.start_q: FloatArray = np.zeros(0)
         self.start_qd: FloatArray = np.zeros(0)
         self.commanded = False
-        self.last_command = 0.0
-        self.sim_time = 0.0
-        self.steps = 0
-        self.step_errors = 0
-        self.resets = 0
+        self.last_command = 0.0  # wall (real time) or simulated (lockstep) seconds
+        self.steps = self.step_errors = self.resets = 0
+        self.clock = LockstepClock(self.period_ns)
         self._last_tick: float | None = None
         self._index_cache: dict[tuple[str, ...], np.ndarray | str] = {}
-        self.payload_switch = PayloadSwitch(self, self._install_payload_model, _warm_forward)
+        self.payload_switch = PayloadSwitch(self, self._install_payload_model, ModelPlant.warm)
         # The model first (compiling the native backend may take a moment): no message is queued meanwhile.
         self.start_robot()
         self.states_pub = self.create_publisher(JointState, "joint_states", DATA_QOS)
+        self.clock_pub = self.create_publisher(Clock, "/clock", 10) if self.lockstep else None
         self.create_subscription(Float64MultiArray, "commands", self._on_array_command, DATA_QOS)
         self.create_subscription(JointState, "joint_commands", self._on_joint_command, DATA_QOS)
+        self.wrench_input = ExternalWrenchInput(self)
         self.create_service(ResetSimulation, "reset_simulation", self._on_reset)
         self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
-        self.create_timer(self.period, self._tick)
+        if self.lockstep:  # the answers drive the loop; this timer only notices a missing one
+            self.create_timer(0.005, self._lockstep_watch, clock=self.steady_clock)
+        else:
+            self.create_timer(self.period, self._tick)
 
     def _set_friction(self, value: bool) -> None:
         self.friction = bool(value)
+        if isinstance(self.plant, ModelPlant):
+            self.plant.friction = self.friction
 
-    # -- model and start state ----------------------------------------------------------------------
+    @property
+    def q(self) -> FloatArray:
+        return self.plant.q if self.plant is not None else np.zeros(0)
+
+    @property
+    def qd(self) -> FloatArray:
+        return self.plant.qd if self.plant is not None else np.zeros(0)
+
+    # -- model, plant and start state ---------------------------------------------------------------
+    def _load_model(self, description: str, config: str) -> RobotModel:
+        """The model, and the plant built from the same robot (a bad plant fails like a bad robot)."""
+        model = super()._load_model(description, config)
+        robot = description if description.strip() else (config.strip() or DEFAULT_ROBOT)
+        options = plant_options(self, self.friction, self._locks, self._joint_map)
+        try:
+            self._next_plant = make_plant(
+                options, model, self.period, robot, self.param("base_link") or None, self.param("tip_link") or None
+            )
+        except (RobotDynamicsError, ValueError, OSError) as exc:
+            raise StartupError(f"cannot build the {self.engine} plant: {one_line(exc)}") from None
+        for note in getattr(self._next_plant, "notes", ()):
+            self.get_logger().warning(f"plant: {note}")
+        return model
+
     def on_model(self, model: RobotModel) -> None:
-        self._simulate = simulate
-        self._forward = forward_dynamics
-        self._sticky = friction_parameters(model).sticky.copy() if model.has_friction else np.zeros(model.dof, bool)
         n = model.dof
-        pose = str(self.param("initial_pose"))
-        position = self.optional_param("initial_position")
-        velocity = self.optional_param("initial_velocity")
-        if pose:
-            if pose not in model.named_poses:
-                raise StartupError(
-                    f"parameter initial_pose: robot {model.name!r} has no pose {pose!r} "
-                    f"(it has {sorted(model.named_poses)})"
-                )
-            q0 = np.array(model.named_poses[pose], dtype=np.float64)
-        elif position is not None:
-            q0 = np.asarray(position, dtype=np.float64)
-        else:
-            q0 = np.zeros(n)
-        qd0 = np.zeros(n) if velocity is None else np.asarray(velocity, dtype=np.float64)
-        for what, v in (("initial_position", q0), ("initial_velocity", qd0)):
-            if v.shape != (n,) or not np.isfinite(v).all():
-                raise StartupError(
-                    f"parameter {what}: expected {n} finite values for {model.joint_names}, got {v.tolist()}"
-                )
+        try:
+            q0, qd0 = start_state(
+                model,
+                str(self.param("initial_pose")),
+                self.optional_param("initial_position"),
+                self.optional_param("initial_velocity"),
+            )
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
+        assert self._next_plant is not None
+        self.plant, self._next_plant = self._next_plant, None
         self.start_q, self.start_qd = q0, qd0
-        self.q, self.qd, self.tau = q0.copy(), qd0.copy(), np.zeros(n)
+        self.plant.reset(q0, qd0)
+        self.tau, self.applied = np.zeros(n), np.zeros(n)
         self.commanded = False
         self._index_cache.clear()
         self._out = JointState()
@@ -147,13 +203,17 @@ class SimulatorNode(RobotNode):
     def _install_payload_model(self, model: RobotModel) -> None:
         """set_payload's swap: the same joints and friction, so the state and the command carry on."""
         with self._model_lock:
+            if self.plant is not None:
+                self.plant.set_payload(payload_of(model), model)
             self.model = model
 
     # -- commands -----------------------------------------------------------------------------------
     def _accept(self, tau: FloatArray) -> None:
         self.tau = tau
         self.commanded = True
-        self.last_command = time.monotonic()
+        self.last_command = self._now()
+        if self.lockstep:
+            self._step_and_publish(answered=True)
 
     def _on_array_command(self, msg: Float64MultiArray) -> None:
         self.stats.received += 1
@@ -167,6 +227,8 @@ class SimulatorNode(RobotNode):
         problem = non_finite_message("commands", data, model.joint_names)
         if problem:
             self.reject("commands", problem)
+            return
+        if self.lockstep and not self.clock.answers(None):
             return
         self._accept(data.copy())
 
@@ -195,12 +257,14 @@ class SimulatorNode(RobotNode):
         if problem:
             self.reject("joint_commands", problem)
             return
+        if self.lockstep and not self.clock.answers(stamp_to_ns(msg.header.stamp)):
+            return
         self._accept(tau)
 
     # -- reset --------------------------------------------------------------------------------------
     def _on_reset(self, request: Any, response: Any) -> Any:
-        model = self.model
-        if model is None:
+        model, plant = self.model, self.plant
+        if model is None or plant is None:
             response.success, response.message = False, "no robot model yet (waiting for robot_description)"
             return response
         try:
@@ -211,93 +275,108 @@ class SimulatorNode(RobotNode):
             response.success, response.message = False, one_line(exc)
             self.reject("reset_simulation", exc)
             return response
-        self.q = a["position"] if len(request.position) else self.start_q.copy()
-        self.qd = a["velocity"]
-        self.tau = np.zeros(model.dof)
+        plant.reset(a["position"] if len(request.position) else self.start_q.copy(), a["velocity"])
+        self.tau, self.applied = np.zeros(model.dof), np.zeros(model.dof)
         self.commanded = False
         self._last_tick = None
         self.resets += 1
-        response.success, response.message = True, f"reset to q = {self.q.tolist()}"
+        response.success, response.message = True, f"reset to q = {plant.q.tolist()}"
         self._publish()
         return response
 
-    # -- integration --------------------------------------------------------------------------------
+    # -- stepping -----------------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.clock.seconds if self.lockstep else time.monotonic()
+
+    def _advance(self, duration: float) -> None:
+        """Step the plant ``duration`` s under the held command (command_timeout applied)."""
+        plant = self.plant
+        if plant is None:
+            return
+        timeout = float(self.param("command_timeout"))
+        if self.commanded and timeout > 0.0 and self._now() - self.last_command > timeout:
+            self.tau = np.zeros(plant.model.dof)
+        t0 = time.perf_counter()
+        try:
+            now_ns = self.clock.now_ns if self.lockstep else self.get_clock().now().nanoseconds
+            wrench = self.wrench_input.due(now_ns)
+            if wrench is not None:
+                plant.external_wrench = wrench
+            self.applied = plant.step(self.tau, duration)
+            self.steps += 1
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            self.step_errors += 1
+            self.reject("simulation step", exc)
+        self.stats.record_compute(time.perf_counter() - t0)
+
     def _tick(self) -> None:
-        model = self.model
-        if model is None:
+        """Real time: advance by the elapsed wall time, publish."""
+        if self.plant is None:
             return
         now = time.monotonic()
         last, self._last_tick = self._last_tick, now
-        timeout = float(self.param("command_timeout"))
-        if self.commanded and timeout > 0.0 and now - self.last_command > timeout:
-            self.tau = np.zeros(model.dof)
-        integrate = self.commanded or not self.param("wait_for_command")
-        if integrate and last is not None:
-            dt = min(now - last, 4.0 * self.period)
-            t0 = time.perf_counter()
-            try:
-                q, qd = self._advance(model, dt)
-                if not (np.isfinite(q).all() and np.isfinite(qd).all()):
-                    raise StateError(f"the state became non-finite: q={q.tolist()} qd={qd.tolist()}")
-                self.q, self.qd = q, qd
-                self.sim_time += dt
-                self.steps += 1
-            except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
-                self.step_errors += 1
-                self.reject("simulation step", exc)
-            self.stats.record_compute(time.perf_counter() - t0)
+        if (self.commanded or not self.param("wait_for_command")) and last is not None:
+            self._advance(min(now - last, 4.0 * self.period))
         self._publish()
 
-    def _advance(self, model: RobotModel, dt: float) -> tuple[FloatArray, FloatArray]:
-        """The state ``dt`` seconds later under the held torque (see the module docstring)."""
-        if self.integrator == "adaptive":
-            r = self._simulate(model, self.q, self.qd, self.tau, dt, t_eval=(0.0, dt), friction=self.friction)
-            return np.asarray(r.q[-1], dtype=np.float64), np.asarray(r.qd[-1], dtype=np.float64)
-        steps = max(1, int(np.ceil(dt / self.period - 1e-9)))
-        h = dt / steps
-        q, qd = self.q, self.qd
-        sticky = self._sticky if self.friction else None
-        for _ in range(steps):
-            qdd = np.asarray(self._forward(model, q, qd, self.tau, friction=self.friction), dtype=np.float64)
-            # constant acceleration over the step
-            qd_next = qd + h * qdd
-            q_next = q + h * qd + (0.5 * h * h) * qdd
-            if sticky is not None:
-                # a sticky joint that would reverse within the step stops where its velocity reaches 0
-                # (after -qd/qdd); the next step's stick-slip solve decides whether it stays there
-                crossed = sticky & (qd != 0.0) & (np.sign(qd_next) != np.sign(qd))
-                if crossed.any():
-                    q_next[crossed] = q[crossed] - 0.5 * qd[crossed] ** 2 / qdd[crossed]
-                    qd_next[crossed] = 0.0
-            q, qd = q_next, qd_next
-        return q, qd
+    def _step_and_publish(self, answered: bool) -> None:
+        """Lockstep: step one period, advance the clock, publish the next state."""
+        self._advance(self.period)
+        self.clock.step(answered)
+        self._publish()
+
+    def _lockstep_watch(self) -> None:
+        """Lockstep: publish the first state; step on a missing answer after lockstep_timeout."""
+        if self.plant is None:
+            return
+        if not self.clock.published_at:
+            self._publish()
+        if not self.clock.overdue(float(self.param("lockstep_timeout"))):
+            return
+        if not self.commanded and self.param("wait_for_command"):
+            self._publish()  # the start state again (a controller may have started late)
+        else:
+            self._step_and_publish(answered=False)
 
     def _publish(self) -> None:
+        plant = self.plant
+        if plant is None:
+            return
         out = self._out
-        out.header.stamp = self.get_clock().now().to_msg()
-        out.position = as_double_array(self.q)
-        out.velocity = as_double_array(self.qd)
-        out.effort = as_double_array(self.tau)
+        if self.lockstep:
+            stamp = ns_to_stamp(self.clock.now_ns)
+            assert self.clock_pub is not None
+            self.clock_pub.publish(Clock(clock=stamp))
+            out.header.stamp = stamp
+        else:
+            out.header.stamp = self.get_clock().now().to_msg()
+        out.position = as_double_array(plant.q)
+        out.velocity = as_double_array(plant.qd)
+        out.effort = as_double_array(self.applied)
+        if self.lockstep:
+            self.clock.published()
         self.states_pub.publish(out)
         self.stats.published += 1
 
     def diagnostic_values(self) -> list[tuple[str, str]]:
-        return [
+        plant = self.plant
+        values = [
+            ("engine", self.engine),
             ("friction", str(self.friction).lower()),
-            ("simulated_time_s", f"{self.sim_time:.3f}"),
+            ("lockstep", str(self.lockstep).lower()),
+            ("simulated_time_s", f"{plant.time if plant else 0.0:.3f}"),
             ("steps", str(self.steps)),
             ("step_errors", str(self.step_errors)),
             ("resets", str(self.resets)),
             ("state", "running" if (self.commanded or not self.param("wait_for_command")) else "waiting for command"),
-            *self.payload_switch.diagnostic_values(),
         ]
-
-
-def _warm_forward(model: RobotModel) -> None:
-    """Trace (or load) the forward-dynamics programs a step runs, before the model is swapped in."""
-    z = np.zeros(model.dof)
-    for friction in (False, True):
-        forward_dynamics(model, z, z, z, friction=friction)
+        if plant is not None:
+            values.append(("clamped_steps", str(plant.clamped_steps)))
+            names = plant.model.joint_names
+            values += [(f"clamped[{names[i]}]", str(int(c))) for i, c in enumerate(plant.clamped_joints) if c]
+        if self.lockstep:
+            values += self.clock.diagnostic_values()
+        return [*values, *self.wrench_input.diagnostic_values(), *self.payload_switch.diagnostic_values()]
 
 
 def main(args: list[str] | None = None) -> int:

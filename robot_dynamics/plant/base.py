@@ -1,0 +1,129 @@
+"""The plant interface the simulator node steps: one seam for every engine.
+
+A plant holds the robot's state (``q``, ``qd``, simulated ``time``) and advances it under a held joint
+torque: :meth:`Plant.step` takes the commanded torque (model joint order), limits it to the robot
+file's effort limits (``|tau_i| <= effort_i``; joints without a limit are not limited), applies it for
+one control period (or a given duration) and returns the torque actually applied. Clamped commands are
+counted (:attr:`Plant.clamped_steps`, and per joint :attr:`Plant.clamped_joints`).
+
+An external wrench at the tool (:attr:`Plant.external_wrench`) is ``[fx, fy, fz, mx, my, mz]``, the
+force (N) and moment (N m) the **environment exerts on the robot** at the tool-frame origin, in world
+axes (a push on the tool); its joint torque is ``+J^T F`` with ``J`` the tool-point Jacobian in world
+axes. It is held until changed (zero = none).
+
+Engines: :class:`robot_dynamics.plant.model_engine.ModelPlant` (this package's own forward dynamics)
+and :class:`robot_dynamics.plant.mujoco_plant.MujocoPlant` (MuJoCo).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from robot_dynamics.errors import StateError
+from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.payload import NO_PAYLOAD, Payload
+
+
+def start_state(
+    model: RobotModel, pose: str = "", position: object = None, velocity: object = None
+) -> tuple[FloatArray, FloatArray]:
+    """The start ``(q, qd)``: a named pose of the model, else ``position`` (None = zeros), and
+    ``velocity`` (None = zeros); ValueError naming the parameter when it does not fit the model."""
+    n = model.dof
+    if pose:
+        if pose not in model.named_poses:
+            raise ValueError(
+                f"parameter initial_pose: robot {model.name!r} has no pose {pose!r} "
+                f"(it has {sorted(model.named_poses)})"
+            )
+        q0 = np.array(model.named_poses[pose], dtype=np.float64)
+    else:
+        q0 = np.zeros(n) if position is None else np.asarray(position, dtype=np.float64)
+    qd0 = np.zeros(n) if velocity is None else np.asarray(velocity, dtype=np.float64)
+    for what, v in (("initial_position", q0), ("initial_velocity", qd0)):
+        if v.shape != (n,) or not np.isfinite(v).all():
+            raise ValueError(f"parameter {what}: expected {n} finite values for {model.joint_names}, got {v.tolist()}")
+    return q0, qd0
+
+
+class Plant(ABC):
+    """A simulated arm stepped one control period at a time (see the module docstring)."""
+
+    #: engine name as the simulator node's ``engine`` parameter spells it
+    engine = ""
+
+    def __init__(self, model: RobotModel, period: float) -> None:
+        if not (math.isfinite(period) and period > 0.0):
+            raise ValueError(f"period must be > 0 s, got {period}")
+        self.model = model
+        self.period = float(period)
+        self.effort_limit = np.array([j.limits.effort for j in model.joints], dtype=np.float64)
+        self.clamped_steps = 0
+        self.clamped_joints = np.zeros(model.dof, dtype=np.int64)
+        self.steps = 0
+        self.payload: Payload = NO_PAYLOAD
+        self._wrench: FloatArray = np.zeros(6)
+
+    # -- state ------------------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def q(self) -> FloatArray:
+        """Joint positions (model order)."""
+
+    @property
+    @abstractmethod
+    def qd(self) -> FloatArray:
+        """Joint velocities (model order)."""
+
+    @property
+    @abstractmethod
+    def time(self) -> float:
+        """Simulated time since the last reset, s."""
+
+    @abstractmethod
+    def reset(self, q: FloatArray, qd: FloatArray) -> None:
+        """Start again from ``(q, qd)`` at time 0 (the held external wrench stays)."""
+
+    @abstractmethod
+    def _advance(self, tau: FloatArray, duration: float) -> None:
+        """Advance the state by ``duration`` s under the (limited) torque ``tau``."""
+
+    def set_payload(self, payload: Payload, model: RobotModel) -> None:
+        """The tool now holds ``payload`` (``model`` is the robot model carrying it); the state carries on."""
+        self.payload = payload
+        self.model = model
+
+    # -- external wrench --------------------------------------------------------------------------
+    @property
+    def external_wrench(self) -> FloatArray:
+        return self._wrench.copy()
+
+    @external_wrench.setter
+    def external_wrench(self, wrench: FloatArray) -> None:
+        w = np.asarray(wrench, dtype=np.float64)
+        if w.shape != (6,) or not np.isfinite(w).all():
+            raise StateError(f"external_wrench: expected 6 finite numbers [fx, fy, fz, mx, my, mz], got {w.tolist()}")
+        self._wrench = w.copy()
+
+    # -- stepping ---------------------------------------------------------------------------------
+    def limit(self, tau: FloatArray) -> FloatArray:
+        """``tau`` within the effort limits; counts the clamped joints."""
+        t = np.asarray(tau, dtype=np.float64)
+        if t.shape != (self.model.dof,) or not np.isfinite(t).all():
+            raise StateError(f"tau: expected {self.model.dof} finite torques for {self.model.joint_names}, got {t}")
+        over = np.abs(t) > self.effort_limit
+        if over.any():
+            self.clamped_steps += 1
+            self.clamped_joints += over
+            t = np.clip(t, -self.effort_limit, self.effort_limit)
+        return t
+
+    def step(self, tau: FloatArray, duration: float | None = None) -> FloatArray:
+        """Apply ``tau`` (limited) for ``duration`` s (default one period); the torque applied."""
+        applied = self.limit(tau)
+        self._advance(applied, self.period if duration is None else float(duration))
+        self.steps += 1
+        return applied

@@ -1,0 +1,172 @@
+"""The ``mujoco`` engine: the robot simulated by MuJoCo, behind the plant interface.
+
+* **Stepping**: a control period is ``substeps`` MuJoCo steps of ``period / substeps`` s (the largest
+  physics timestep not above ``max_timestep``), integrator ``implicitfast`` by default (damping
+  integrated implicitly, so stiff damping stays stable), the limited torque held in ``qfrc_applied``.
+  A duration that is not a whole number of physics steps (real time: the elapsed wall time) is
+  rounded to whole steps and the remainder carried to the next call.
+* **External wrench** at the tool: ``xfrc_applied`` of the tip body. MuJoCo applies it at the body's
+  centre of mass, so the moment is shifted there: ``m_com = m + (p_tool - p_com) x f``.
+* **Exact inverse dynamics** (:meth:`MujocoPlant.inverse_dynamics`): ``mj_inverse`` at a desired
+  ``(q, qd, qdd)`` on a separate ``MjData``: the joint torque that gives that acceleration in the
+  plant, with armature, passive damping and the friction-loss constraint force (no external wrench).
+* **True model** (:attr:`MujocoPlant.true_model`): :func:`robot_dynamics.plant.true_model.true_model`.
+* **Payload**: the model is rebuilt with the payload as an extra body at the tool
+  (:func:`robot_dynamics.plant.mujoco_model.compile_plant`); the state carries on.
+
+Joint limits and contacts are MuJoCo's (the file's joint limits as limit constraints, collision
+geometry as it compiles).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import mujoco
+import numpy as np
+
+from robot_dynamics.errors import StateError
+from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.payload import Payload
+from robot_dynamics.plant.base import Plant
+from robot_dynamics.plant.deviations import NO_DEVIATIONS, Deviations
+from robot_dynamics.plant.mujoco_model import CompiledPlant, PlantSource, compile_plant
+from robot_dynamics.plant.true_model import true_model
+
+#: Largest physics timestep by default, s (docs/plant.md: the step error against a fine reference).
+MAX_TIMESTEP = 0.001
+
+
+class MujocoPlant(Plant):
+    """A robot simulated by MuJoCo (see the module docstring).
+
+    ``model`` is the robot model the commands refer to (joint order, names, effort limits, gravity);
+    ``source`` the robot file as MuJoCo compiles it (:func:`robot_dynamics.plant.mujoco_model.plant_source`),
+    whose chain is ``model``'s.
+    """
+
+    engine = "mujoco"
+
+    def __init__(
+        self,
+        source: PlantSource,
+        model: RobotModel,
+        period: float,
+        deviations: Deviations = NO_DEVIATIONS,
+        *,
+        max_timestep: float = MAX_TIMESTEP,
+        integrator: str = "implicitfast",
+    ) -> None:
+        super().__init__(model, period)
+        if len(source.joints) != model.dof:
+            raise ValueError(f"the plant source has {len(source.joints)} joints, the model {model.dof}")
+        if not (math.isfinite(max_timestep) and max_timestep > 0.0):
+            raise ValueError(f"max_timestep must be > 0 s, got {max_timestep}")
+        self.substeps = max(1, math.ceil(self.period / max_timestep - 1e-9))
+        self.timestep = self.period / self.substeps
+        self.source = source
+        self.deviations = deviations
+        self.integrator = integrator
+        self._remainder = 0.0
+        self._build(model)
+
+    def _build(self, model: RobotModel) -> None:
+        compiled = compile_plant(
+            self.source, model, self.deviations, self.payload, timestep=self.timestep, integrator=self.integrator
+        )
+        self.compiled: CompiledPlant = compiled
+        self.mjmodel = compiled.model
+        self.data = mujoco.MjData(compiled.model)
+        self._inverse_data = mujoco.MjData(compiled.model)
+        self.notes = compiled.notes
+        self.__dict__.pop("true_model", None)
+
+    # -- state ------------------------------------------------------------------------------------
+    @property
+    def q(self) -> FloatArray:
+        return np.array(self.data.qpos[self.compiled.qpos])
+
+    @property
+    def qd(self) -> FloatArray:
+        return np.array(self.data.qvel[self.compiled.dof])
+
+    @property
+    def time(self) -> float:
+        return float(self.data.time)
+
+    def reset(self, q: FloatArray, qd: FloatArray) -> None:
+        mujoco.mj_resetData(self.mjmodel, self.data)
+        self.data.qpos[self.compiled.qpos] = q
+        self.data.qvel[self.compiled.dof] = qd
+        self._remainder = 0.0
+        mujoco.mj_forward(self.mjmodel, self.data)
+
+    def set_payload(self, payload: Payload, model: RobotModel) -> None:
+        qpos, qvel, time = self.data.qpos.copy(), self.data.qvel.copy(), self.data.time
+        self.payload, self.model = payload, model
+        self._build(model)
+        self.data.qpos[:], self.data.qvel[:], self.data.time = qpos, qvel, time
+        mujoco.mj_forward(self.mjmodel, self.data)
+
+    # -- stepping ---------------------------------------------------------------------------------
+    def _tool_wrench(self) -> FloatArray:
+        """The external wrench as ``xfrc_applied`` of the tip body (moment about its centre of mass)."""
+        f, m = self._wrench[:3], self._wrench[3:]
+        tip = self.compiled.tip_body
+        arm = self.data.xpos[tip] - self.data.xipos[tip]
+        return np.concatenate([f, m + np.cross(arm, f)])
+
+    def _advance(self, tau: FloatArray, duration: float) -> None:
+        total = duration + self._remainder
+        steps = math.floor(total / self.timestep + 1e-9)
+        self._remainder = total - steps * self.timestep
+        d, m = self.data, self.mjmodel
+        d.qfrc_applied[:] = 0.0
+        d.qfrc_applied[self.compiled.dof] = tau
+        tip = self.compiled.tip_body
+        d.xfrc_applied[tip] = 0.0
+        pushed = bool(self._wrench.any())
+        for _ in range(steps):
+            if pushed:  # the moment arm at this step's pose: kinematics first (mj_step1), then the force
+                mujoco.mj_step1(m, d)
+                d.xfrc_applied[tip] = self._tool_wrench()
+                mujoco.mj_step2(m, d)
+            else:
+                mujoco.mj_step(m, d)
+        if not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()):
+            raise StateError(f"the MuJoCo state became non-finite (warnings: {self._warnings()})")
+
+    def _warnings(self) -> str:
+        names = [w.name for w in mujoco.mjtWarning]
+        return ", ".join(
+            f"{n}: {self.data.warning[i].number}" for i, n in enumerate(names) if self.data.warning[i].number
+        )
+
+    # -- what the plant knows about itself --------------------------------------------------------
+    def inverse_dynamics(self, q: FloatArray, qd: FloatArray, qdd: FloatArray) -> FloatArray:
+        """The joint torque that gives ``qdd`` at ``(q, qd)`` in this plant (``mj_inverse``), one state."""
+        values = [np.asarray(v, dtype=np.float64) for v in (q, qd, qdd)]
+        n = self.model.dof
+        for label, v in zip(("q", "qd", "qdd"), values, strict=True):
+            if v.shape != (n,) or not np.isfinite(v).all():
+                raise StateError(f"{label}: expected {n} finite values (one state), got {v.tolist()}")
+        d = self._inverse_data
+        d.qpos[:], d.qvel[:], d.qacc[:] = self.data.qpos, 0.0, 0.0
+        d.qpos[self.compiled.qpos], d.qvel[self.compiled.dof], d.qacc[self.compiled.dof] = values
+        mujoco.mj_inverse(self.mjmodel, d)
+        return np.array(d.qfrc_inverse[self.compiled.dof])
+
+    @cached_property
+    def true_model(self) -> RobotModel:
+        """The :class:`RobotModel` of what is simulated (deviations and payload included)."""
+        compiled, model = self.compiled, self.model
+        return true_model(
+            compiled.model,
+            compiled.joint_ids.tolist(),
+            model.joint_names,
+            compiled.tip_body,
+            name=f"{model.name} (plant)",
+            limits=[j.limits for j in model.joints],
+            source=compiled.source.name,
+        )

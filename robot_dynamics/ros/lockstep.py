@@ -1,0 +1,65 @@
+"""The simulator's lock-step time: which command answers which state, and when a step is missed.
+
+The simulator publishes ``/clock`` = t_k and the state stamped t_k, then waits for its answer:
+
+* a ``joint_commands`` JointState whose ``header.stamp`` is t_k (or zero: unstamped) answers it;
+  one with another stamp answers some other state: it is *late*, counted and not applied;
+* a ``commands`` Float64MultiArray (no stamp) answers the state published last, if it is still
+  unanswered; otherwise it is late;
+* no answer within ``timeout`` wall seconds: the step is *missed* (the previous command is held).
+
+Then the plant steps one period and t_{k+1} = t_k + period, in integer nanoseconds starting at 1 s
+(ROS reads a zero time as "unset"), so the clock advances exactly one period per step.
+"""
+
+from __future__ import annotations
+
+import time
+
+EPOCH_NS = 1_000_000_000
+
+
+class LockstepClock:
+    """Simulated time and the answer bookkeeping of the lock-step protocol (see the module docstring)."""
+
+    def __init__(self, period_ns: int) -> None:
+        self.period_ns = int(period_ns)
+        self.now_ns = EPOCH_NS
+        self.awaiting = False  # the state at now_ns is published and not yet answered
+        self.published_at = 0.0  # wall time of that publication (monotonic), 0 = nothing published yet
+        self.missed = 0
+        self.late = 0
+
+    @property
+    def seconds(self) -> float:
+        """Simulated seconds since the epoch (``command_timeout`` counts these)."""
+        return (self.now_ns - EPOCH_NS) * 1e-9
+
+    def published(self) -> None:
+        """The state at ``now_ns`` went out: wait for its answer."""
+        self.awaiting = True
+        self.published_at = time.monotonic()
+
+    def answers(self, stamp_ns: int | None) -> bool:
+        """Whether a command stamped ``stamp_ns`` (None: a command without a stamp) answers the state."""
+        if self.awaiting and (stamp_ns is None or stamp_ns in (0, self.now_ns)):
+            return True
+        self.late += 1
+        return False
+
+    def overdue(self, timeout: float) -> bool:
+        """No answer within ``timeout`` wall seconds of the publication."""
+        return self.awaiting and time.monotonic() - self.published_at >= timeout
+
+    def step(self, answered: bool) -> None:
+        """One period on: counted as missed when it was not answered."""
+        self.awaiting = False
+        self.missed += not answered
+        self.now_ns += self.period_ns
+
+    def diagnostic_values(self) -> list[tuple[str, str]]:
+        return [
+            ("clock_s", f"{self.now_ns * 1e-9:.6f}"),
+            ("missed_commands", str(self.missed)),
+            ("late_commands", str(self.late)),
+        ]

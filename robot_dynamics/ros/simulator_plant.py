@@ -1,0 +1,87 @@
+"""The simulator node's plant settings and its external-wrench input (the node is thin: it calls these).
+
+* :func:`declare_plant_parameters` / :func:`plant_options`: the parameters that choose and configure
+  the plant (``engine``, ``integrator``, ``mjcf``, ``plant_deviations``, ``timestep``,
+  ``mujoco_integrator``), read into a :class:`robot_dynamics.plant.PlantOptions`;
+* :class:`ExternalWrenchInput`: ``~/external_wrench`` (geometry_msgs/WrenchStamped), the force and
+  moment the environment exerts on the tool, at the tool-frame origin, in world axes (``frame_id`` empty
+  or ``world``); held until the next message (zeros = none). ``header.stamp`` zero applies it from the
+  next step; a later stamp from the first step that starts at or after that time (simulated time in
+  lock-step, the node clock in real time), so an experiment can schedule pushes ahead. Bad messages
+  (non-finite values, another frame) are dropped with the node's throttled warning.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import WrenchStamped
+
+from robot_dynamics.model import FloatArray
+from robot_dynamics.plant import ENGINES, PlantOptions
+from robot_dynamics.ros.messages import DATA_QOS, stamp_to_ns
+
+
+def declare_plant_parameters(node: Any) -> None:
+    """Declare the plant parameters on a :class:`robot_dynamics.ros.robot_node.RobotNode` (read-only)."""
+    for name, default, description in (
+        ("engine", "model", f"physics engine: {' | '.join(ENGINES)}"),
+        ("integrator", "fixed_step", "model engine: fixed_step | adaptive (slow)"),
+        ("mjcf", "", "mujoco engine: an MJCF file instead of the robot file"),
+        ("plant_deviations", "", "mujoco engine: plant deviation YAML file"),
+        ("timestep", 0.001, "mujoco engine: largest physics timestep, s"),
+        ("mujoco_integrator", "implicitfast", "mujoco engine: implicitfast | implicit | euler | rk4"),
+    ):
+        node.declare(name, default, description, read_only=True)
+
+
+def plant_options(node: Any, friction: bool, locks: dict[str, float], joint_map: dict[str, str]) -> PlantOptions:
+    """The declared plant parameters of ``node`` with its chain options."""
+    return PlantOptions(
+        engine=str(node.param("engine")),
+        integrator=str(node.param("integrator")),
+        friction=friction,
+        mjcf=str(node.param("mjcf")),
+        deviations=str(node.param("plant_deviations")),
+        timestep=float(node.param("timestep")),
+        mujoco_integrator=str(node.param("mujoco_integrator")),
+        locked_joints=locks,
+        joint_map=joint_map,
+    )
+
+
+class ExternalWrenchInput:
+    """The ``~/external_wrench`` subscription and its schedule (see the module docstring)."""
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        self._queue: list[tuple[int, int, FloatArray]] = []  # (stamp ns, arrival, wrench), by stamp
+        self._arrivals = 0
+        self.current: FloatArray = np.zeros(6)
+        node.create_subscription(WrenchStamped, "~/external_wrench", self._on_wrench, DATA_QOS)
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        f, m = msg.wrench.force, msg.wrench.torque
+        wrench = np.array([f.x, f.y, f.z, m.x, m.y, m.z], dtype=np.float64)
+        if msg.header.frame_id not in ("", "world"):
+            self.node.reject("external_wrench", f"frame_id {msg.header.frame_id!r}: give it in world axes ('world')")
+            return
+        if not np.isfinite(wrench).all():
+            self.node.reject("external_wrench", f"non-finite values {wrench.tolist()}")
+            return
+        self._arrivals += 1
+        bisect.insort(self._queue, (stamp_to_ns(msg.header.stamp), self._arrivals, wrench))
+
+    def due(self, now_ns: int) -> FloatArray | None:
+        """The wrench to hold from a step starting at ``now_ns`` when it changes, else None."""
+        if not self._queue or self._queue[0][0] > now_ns:
+            return None
+        k = bisect.bisect_right(self._queue, (now_ns, self._arrivals + 1))
+        self.current = self._queue[k - 1][2]
+        del self._queue[:k]
+        return self.current
+
+    def diagnostic_values(self) -> list[tuple[str, str]]:
+        return [("external_wrench", " ".join(f"{v:.6g}" for v in self.current))]

@@ -1,0 +1,327 @@
+"""The simulator node on the MuJoCo engine over real DDS: lock-step time answered by a node of the test.
+
+The answering node stands for a controller: it answers every ``joint_states`` message with a
+``joint_commands`` JointState stamped like the state (as the feed-forward node stamps its outputs).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
+
+from engine_reference import EXAMPLE_ROBOTS  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from ros_harness import Spinner, client_node, private_context, spinner_in_namespace, wait_until  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from test_ros_processes import executable_path, output_lines  # noqa: E402
+
+import robot_dynamics as rd  # noqa: E402
+from robot_dynamics.plant import MujocoPlant, plant_source  # noqa: E402
+from robot_dynamics.ros.messages import DATA_QOS, StartupError, stamp_to_ns  # noqa: E402
+from robot_dynamics.ros.simulator_node import SimulatorNode  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+UR5 = str(EXAMPLE_ROBOTS / "ur_description/urdf/ur5_robot.urdf")
+START = np.array([0.0, -1.2, 1.4, -1.6, -1.57, 0.3])
+PERIOD_NS = 1_000_000
+CLAMPED_STEPS = 5  # the first answers ask the shoulder pan joint for 160 N m (its limit: 150 N m)
+
+
+@pytest.fixture(scope="module")
+def context() -> Iterator[Any]:
+    yield from private_context()
+
+
+@pytest.fixture
+def ros(context: Any) -> Iterator[tuple[Spinner, str]]:
+    yield from spinner_in_namespace(context, "plant")
+
+
+@pytest.fixture(scope="module")
+def ur5() -> rd.RobotModel:
+    model = rd.load_robot(UR5)
+    rd.prepare(model, "python")
+    return model
+
+
+def start_simulator(context: Any, spinner: Spinner, ns: str, **params: Any) -> SimulatorNode:
+    overrides = {
+        "robot_config": UR5,
+        "engine": "mujoco",
+        "lockstep": True,
+        "lockstep_timeout": 0.1,
+        "rate": 1000.0,
+        "backend": "python",
+        "initial_position": START.tolist(),
+        **params,
+    }
+    node = SimulatorNode(
+        namespace=ns, context=context, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()]
+    )
+    return spinner.add(node)  # type: ignore[return-value]
+
+
+class Controller:
+    """Answers each state (until ``stop_after`` answers) with gravity compensation and a PD to START."""
+
+    def __init__(self, node: Any, model: rd.RobotModel, stop_after: int | None = None) -> None:
+        self.model, self.stop_after = model, stop_after
+        self.lock = threading.Lock()
+        self.sent: dict[int, np.ndarray] = {}  # stamp -> command
+        self.order: list[int] = []
+        self.states: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # stamp, q, qd, effort
+        self.clock: list[int] = []
+        self.pub = node.create_publisher(JointState, "joint_commands", DATA_QOS)
+        node.create_subscription(JointState, "joint_states", self.on_state, DATA_QOS)
+        node.create_subscription(
+            Clock, "/clock", self.on_clock, QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        )
+
+    def on_clock(self, msg: Clock) -> None:
+        with self.lock:
+            self.clock.append(stamp_to_ns(msg.clock))
+
+    def on_state(self, msg: JointState) -> None:
+        stamp = stamp_to_ns(msg.header.stamp)
+        q, qd, effort = (np.array(a) for a in (msg.position, msg.velocity, msg.effort))
+        with self.lock:
+            self.states.append((stamp, q, qd, effort))
+            if stamp in self.sent or (self.stop_after is not None and len(self.sent) >= self.stop_after):
+                return
+            tau = rd.gravity_torques(self.model, q) + 50.0 * (START - q) - 5.0 * qd
+            if len(self.sent) < CLAMPED_STEPS:
+                tau[0] = 160.0
+            self.sent[stamp] = tau
+            self.order.append(stamp)
+        out = JointState(name=list(msg.name), effort=tau.tolist())
+        out.header.stamp = msg.header.stamp
+        self.pub.publish(out)
+
+    def answers(self) -> int:
+        with self.lock:
+            return len(self.sent)
+
+
+def test_lockstep_advances_one_period_per_answered_state(context: Any, ros: tuple[Spinner, str], ur5: Any) -> None:
+    spinner, ns = ros
+    client = spinner.add(client_node(context, ns))
+    controller = Controller(client, ur5)
+    sim = start_simulator(context, spinner, ns)
+    wait_until(lambda: controller.answers() >= 1, "the first answer")
+    sim.set_parameters([Parameter("lockstep_timeout", value=10.0)])  # started: from now on a miss would be a stall
+    # a 20 N push on the tool, scheduled from simulated time 1.2 s (the step that starts at t_200)
+    push = client.create_publisher(WrenchStamped, "simulator_node/external_wrench", DATA_QOS)
+    wait_until(lambda: push.get_subscription_count() >= 1, "the simulator's external_wrench subscription")
+    wrench = WrenchStamped()
+    wrench.header.stamp.sec, wrench.header.stamp.nanosec = 1, 200_000_000
+    wrench.wrench.force.z, wrench.wrench.torque.x = -20.0, 0.5
+    push.publish(wrench)
+    wait_until(lambda: controller.answers() >= 300, "300 answered states", timeout=60)
+    with controller.lock:
+        states, sent, order, clock = (
+            list(controller.states),
+            dict(controller.sent),
+            list(controller.order),
+            list(controller.clock),
+        )
+    stamps = [s[0] for s in states]
+    distinct = sorted(set(stamps))
+    assert distinct[0] == 1_000_000_000 and np.all(np.diff(distinct) == PERIOD_NS)  # exactly one period each
+    assert np.all(np.diff(stamps) >= 0) and set(stamps) <= set(clock)  # /clock = t_k before the state at t_k
+    assert np.all(np.diff(sorted(set(clock))) == PERIOD_NS)
+    diagnostics = dict(sim.diagnostic_values())
+    assert diagnostics["missed_commands"] == "0" and diagnostics["late_commands"] == "0", diagnostics
+    assert diagnostics["engine"] == "mujoco" and diagnostics["clamped_steps"] == str(CLAMPED_STEPS)
+    assert diagnostics["clamped[shoulder_pan_joint]"] == str(CLAMPED_STEPS)
+    # effort of the state at t_k+1 = the answer to t_k, limited to the effort limits
+    limit = np.array([j.limits.effort for j in ur5.joints])
+    by_stamp = {s[0]: s for s in states}
+    for t in order[:-1]:
+        assert np.array_equal(by_stamp[t + PERIOD_NS][3], np.clip(sent[t], -limit, limit))
+    assert by_stamp[order[1]][3][0] == 150.0
+    # deterministic: the same commands (and the push from t = 1.2 s) on a plant of our own give the same
+    # states, bit for bit
+    assert order[-1] > 1_200_000_000 and sim.plant is not None and sim.plant.external_wrench[2] == -20.0
+    plant = MujocoPlant(plant_source(UR5), ur5, 1e-3)
+    plant.reset(START, np.zeros(6))
+    for t in order[:-1]:
+        if t == 1_200_000_000:
+            plant.external_wrench = np.array([0.0, 0.0, -20.0, 0.5, 0.0, 0.0])
+        plant.step(sent[t])
+        assert np.array_equal(plant.q, by_stamp[t + PERIOD_NS][1]) and np.array_equal(
+            plant.qd, by_stamp[t + PERIOD_NS][2]
+        )
+
+
+def test_a_missing_answer_is_counted_and_the_command_held(context: Any, ros: tuple[Spinner, str], ur5: Any) -> None:
+    spinner, ns = ros
+    client = spinner.add(client_node(context, ns))
+    controller = Controller(client, ur5, stop_after=20)
+    sim = start_simulator(context, spinner, ns, lockstep_timeout=1.0)
+    wait_until(lambda: controller.answers() >= 20, "20 answers")
+    assert sim.set_parameters([Parameter("lockstep_timeout", value=0.02)])[0].successful
+    wait_until(lambda: sim.clock.missed >= 5, "5 missed commands")
+    assert sim.clock.late == 0
+    with controller.lock:
+        last = controller.sent[controller.order[-1]]
+        after = [s for s in controller.states if s[0] > controller.order[-1]]
+    assert len(after) >= 5 and all(np.array_equal(s[3], last) for s in after)  # the last command, held
+    assert np.all(np.diff([s[0] for s in after]) == PERIOD_NS)  # the clock still runs one period per step
+    # an answer to an old state is late: counted, not applied
+    stale = JointState(name=ur5.joint_names, effort=[0.0] * 6)
+    stale.header.stamp.sec = 1  # t_0
+    controller.pub.publish(stale)
+    wait_until(lambda: sim.clock.late >= 1, "the late answer to be counted")
+    assert np.array_equal(sim.tau, last)
+    # a commands array (no stamp) answers the state waiting for an answer
+    array = client.create_publisher(Float64MultiArray, "commands", DATA_QOS)
+    wait_until(lambda: array.get_subscription_count() >= 1, "the simulator's commands subscription")
+    missed = sim.clock.missed
+    array.publish(Float64MultiArray(data=[1.0, 2.0, 3.0, 0.5, 0.5, 0.5]))
+    wait_until(lambda: sim.tau.tolist() == [1.0, 2.0, 3.0, 0.5, 0.5, 0.5], "the array command")
+    assert sim.clock.late == 1 and sim.clock.missed >= missed
+    # command_timeout (simulated seconds): the held command becomes zero torque
+    assert sim.set_parameters([Parameter("command_timeout", value=0.002)])[0].successful
+    wait_until(lambda: not sim.applied.any(), "the stale command to time out")
+    refused = sim.set_parameters([Parameter("lockstep_timeout", value=-1.0)])[0]
+    assert not refused.successful and "lockstep_timeout: expected a finite number of seconds > 0" in refused.reason
+    assert not sim.set_parameters([Parameter("engine", value="model")])[0].successful  # read-only
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"mjcf": "/nonexistent/arm.xml"}, "cannot build the mujoco plant: arm.xml: MuJoCo cannot read it"),
+        (
+            {"plant_deviations": "/nonexistent/plant.yaml"},
+            "cannot build the mujoco plant: /nonexistent/plant.yaml: cannot read",
+        ),
+        ({"plant_deviations": "SHORT"}, "plant.yaml: damping: 2 values for the 6 joints"),
+        ({"plant_deviations": "NEGATIVE"}, "plant.yaml: friction[elbow_joint]: must be >= 0"),
+        ({"engine": "bullet"}, "parameter engine must be one of ['model', 'mujoco'], got 'bullet'"),
+        ({"engine": "model", "plant_deviations": "SHORT"}, "plant_deviations needs engine 'mujoco'"),
+    ],
+)
+def test_bad_plant_parameters_stop_the_start(
+    context: Any, tmp_path: Path, params: dict[str, Any], message: str
+) -> None:
+    files = {"SHORT": "damping: [1.0, 2.0]\n", "NEGATIVE": "friction: {elbow_joint: -1.0}\n"}
+    for key, value in params.items():
+        if value in files:
+            (tmp_path / "plant.yaml").write_text(files[value])
+            params[key] = str(tmp_path / "plant.yaml")
+    with pytest.raises(StartupError) as caught:
+        SimulatorNode(
+            namespace="/bad_plant",
+            context=context,
+            parameter_overrides=[
+                Parameter("robot_config", value=UR5),
+                Parameter("engine", value="mujoco"),
+                *(Parameter(k, value=v) for k, v in params.items()),
+            ],
+        )
+    assert message in str(caught.value), str(caught.value)
+
+
+def test_a_bad_mjcf_is_one_fatal_line_and_exit_1(tmp_path: Path) -> None:
+    mjcf = tmp_path / "broken.xml"
+    mjcf.write_text("<mujoco><worldbody><body name='b'><joint name='shoulder_pan_joint'/></body></worldbody>")
+    result = subprocess.run(
+        [
+            executable_path("simulator_node"),
+            "--ros-args",
+            "-p",
+            f"robot_config:={UR5}",
+            "-p",
+            "engine:=mujoco",
+            "-p",
+            f"mjcf:={mjcf}",
+            "-p",
+            "backend:=python",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
+    lines = output_lines(result)
+    assert result.returncode == 1 and len(lines) == 1, (result.returncode, lines)
+    assert "FATAL" in lines[0] and "cannot build the mujoco plant: broken.xml: MuJoCo cannot read it" in lines[0]
+
+
+def test_set_payload_and_reset_on_the_mujoco_engine(context: Any, ur5: Any) -> None:
+    """The node's payload swap rebuilds the MuJoCo plant (state carried on); reset returns to a state."""
+    from robot_dynamics_interfaces.srv import ResetSimulation, SetPayload
+
+    sim = SimulatorNode(
+        namespace="/plant_payload",
+        context=context,
+        parameter_overrides=[
+            Parameter("robot_config", value=UR5),
+            Parameter("engine", value="mujoco"),
+            Parameter("backend", value="python"),
+            Parameter("initial_position", value=START.tolist()),
+        ],
+    )
+    try:
+        assert sim.plant is not None
+        sim.plant.step(np.zeros(6))
+        q, qd = sim.q, sim.qd
+        request = SetPayload.Request()
+        request.payload.m, request.payload.com.z = 2.5, 0.08
+        request.payload.ixx = request.payload.iyy = request.payload.izz = 0.01
+        response = SetPayload.Response()
+        sim.payload_switch.handle(request, response)
+        assert np.array_equal(sim.q, q) and np.array_equal(sim.qd, qd)
+        loaded = rd.with_payload(ur5, 2.5, [0.0, 0.0, 0.08], np.eye(3) * 0.01)
+        expected = rd.inertia_matrix(loaded, q, backend="python")
+        assert np.abs(rd.inertia_matrix(sim.plant.true_model, q, backend="python") - expected).max() < 1e-12
+        reset = sim._on_reset(ResetSimulation.Request(), ResetSimulation.Response())
+        assert reset.success and np.array_equal(sim.q, START) and np.array_equal(sim.qd, np.zeros(6))
+        assert sim.plant.time == 0.0
+    finally:
+        sim.destroy_node()
+
+
+def test_chain_options_and_joint_map_reach_the_mujoco_plant(context: Any, tmp_path: Path) -> None:
+    """The stock Panda as franka_ros2 names it: tip, locked fingers, joint map, deviations by topic name."""
+    panda = str(EXAMPLE_ROBOTS / "panda_description/urdf/panda.urdf")
+    deviations = tmp_path / "plant.yaml"
+    deviations.write_text("damping: {fer_joint4: 3.0}\n")
+    sim = SimulatorNode(
+        namespace="/plant_chain",
+        context=context,
+        parameter_overrides=[
+            Parameter("robot_config", value=panda),
+            Parameter("tip_link", value="panda_hand_tcp"),
+            Parameter("locked_joints", value=["panda_finger_joint1", "panda_finger_joint2=0.02"]),
+            Parameter("joint_map", value=[f"fer_joint{i}=panda_joint{i}" for i in range(1, 8)]),
+            Parameter("engine", value="mujoco"),
+            Parameter("plant_deviations", value=str(deviations)),
+            Parameter("backend", value="python"),
+        ],
+    )
+    try:
+        assert sim.plant is not None and sim.model is not None
+        true = sim.plant.true_model
+        assert true.joint_names == [f"fer_joint{i}" for i in range(1, 8)] == sim.model.joint_names
+        assert [j.friction.viscous for j in true.joints] == [0.003, 0.003, 0.003, 3.0, 0.003, 0.003, 0.003]
+        q = np.array([0.3, -0.5, 0.2, -2.0, 0.4, 1.8, -0.6])
+        expected = rd.inertia_matrix(sim.model, q, backend="python")  # fingers at 0 and 0.02 in the loader too
+        assert np.abs(rd.inertia_matrix(true, q, backend="python") - expected).max() < 1e-12
+    finally:
+        sim.destroy_node()
