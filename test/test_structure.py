@@ -17,7 +17,8 @@ Layers, lowest first (a module may import its own layer and lower ones, never a 
 3. applications of the engine, independent of one another: ``identification`` (the regressor on the
    engine's tracer), ``symbolic`` (closed forms and generated code), ``bag`` (rosbag evaluation),
    ``feedforward`` (the feed-forward law shared by the ROS node and the bag evaluation), ``control``
-   (the control law around it: PD, computed torque, limits, the stale rule); and the
+   (the control law around it: PD, computed torque, limits, the stale rule), ``contact`` (collision
+   detection on the observer's residual, shared by the contact node and the bag command); and the
    package facade ``robot_dynamics/__init__.py``, which re-exports the engine, friction and models
    and, on first use, ``identify``;
 4. ``ros`` (rclpy nodes; the only package that imports ROS);
@@ -63,6 +64,7 @@ LAYERS: dict[str, int] = {
     "bag": 3,
     "feedforward": 3,
     "control": 3,
+    "contact": 3,
     "ros": 4,
     "cli": 5,
 }

@@ -63,7 +63,7 @@ def coriolis_matrix(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: 
     """``C(q, qd)`` ``(..., n, n)`` in Christoffel form: ``C qd = h`` and ``dD/dt - 2C`` skew-symmetric."""
     _, (qs, qds) = states(model, q=q, qd=qd)
     H = coriolis_tensor(model, np.asarray(qs), backend=backend)
-    return np.asarray(np.einsum("...ijk,...k->...ij", H, np.asarray(qds)))
+    return np.asarray(np.matmul(H, np.asarray(qds)[..., None, :, None])[..., 0])  # sum_k h_ijk qd_k
 
 
 @dataclass(frozen=True, eq=False)
