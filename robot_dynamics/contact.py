@@ -35,23 +35,23 @@ DEFAULT_CLEAR_RATIO = 0.5
 DEFAULT_MARGIN = 1.5
 
 
-def check_thresholds(values: ArrayLike, n: int) -> FloatArray:
+def check_thresholds(values: ArrayLike, n: int, what: str = "thresholds") -> FloatArray:
     """``(n,)`` thresholds (N·m or N): one per joint, or one for all; each > 0 (``inf`` = never)."""
     th = np.asarray(values, dtype=np.float64).reshape(-1)
     if th.size == 1:
         th = np.full(n, float(th[0]))
     if th.size != n:
-        raise StateError(f"thresholds: expected 1 or {n} values (one per joint), got {th.size}")
+        raise StateError(f"{what}: expected 1 or {n} values (one per joint), got {th.size}")
     if np.isnan(th).any() or not (th > 0.0).all():
-        raise StateError(f"thresholds: every value must be > 0 (N·m or N; inf = never), got {th.tolist()}")
+        raise StateError(f"{what}: every value must be > 0 (N·m or N; inf = never), got {th.tolist()}")
     return th
 
 
-def check_clear_ratio(value: float) -> float:
+def check_clear_ratio(value: float, what: str = "clear_ratio") -> float:
     """The clear level's fraction of the threshold: ``0 < ratio <= 1``."""
     ratio = float(value)
     if not (0.0 < ratio <= 1.0):
-        raise StateError(f"clear_ratio: must be > 0 and <= 1 (the clear level / the threshold), got {value!r}")
+        raise StateError(f"{what}: must be > 0 and <= 1 (the clear level / the threshold), got {value!r}")
     return ratio
 
 

@@ -30,6 +30,7 @@ from robot_dynamics.dynamics import (
     inverse_dynamics,
     jacobian,
     kinetic_energy,
+    prepare,
     simulate,
 )
 from robot_dynamics.dynamics.direct_residual import direct_residual
@@ -59,6 +60,7 @@ def test_exact_for_any_sample_spacing_when_the_assumptions_hold() -> None:
     """One joint without gravity: D constant, C = c = 0, so beta = tau_m; with tau_m linear in time
     and tau_ext constant, (3) must reproduce r = tau_ext (1 - exp(-K t)) at irregular samples."""
     model = one_axis(g=0.0)
+    prepare(model, "python")  # a model of its own: no C build for it
     D = float(inertia_matrix_of(model))
     rng = np.random.default_rng(5)
     dt = rng.uniform(0.0002, 0.04, 300)  # 25 kHz ... 25 Hz, irregular
@@ -111,7 +113,7 @@ def test_converges_to_a_step_of_external_torque_as_the_first_order_closed_form(
     assert np.all(np.abs(run.r[settled] - TAU_EXT) <= 0.02 * np.abs(TAU_EXT) + 1e-5)
     # a wrong model does not: the observer uses the model it is given (payload included)
     heavy = with_payload(PUMA, 1.5, (0.0, 0.0, 0.05))
-    wrong = observe(heavy, t, q, qd, tau_m, gain, friction=False)
+    wrong = observe(heavy, t, q, qd, tau_m, gain, friction=False, backend="python")  # (no C build for one check)
     assert np.max(np.abs(wrong.r - expected)) > 0.1
 
 

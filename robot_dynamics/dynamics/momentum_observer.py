@@ -58,15 +58,15 @@ from .inverse import inverse_dynamics
 CHUNK = 8192
 
 
-def observer_gain(gain: ArrayLike, n: int) -> FloatArray:
+def observer_gain(gain: ArrayLike, n: int, what: str = "gain") -> FloatArray:
     """``K`` as ``(n,)``: one positive finite value per joint, or one for all; StateError otherwise."""
     k = np.asarray(gain, dtype=np.float64).reshape(-1)
     if k.size == 1:
         k = np.full(n, float(k[0]))
     if k.size != n:
-        raise StateError(f"gain: expected 1 or {n} values (one per joint), got {k.size}")
+        raise StateError(f"{what}: expected 1 or {n} values (one per joint), got {k.size}")
     if not (np.isfinite(k).all() and (k > 0.0).all()):
-        raise StateError(f"gain: every value must be finite and > 0 (1/s), got {k.tolist()}")
+        raise StateError(f"{what}: every value must be finite and > 0 (1/s), got {k.tolist()}")
     return k
 
 
