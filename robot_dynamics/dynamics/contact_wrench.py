@@ -81,16 +81,17 @@ def external_wrench(
     if tau.shape[-1:] != (model.dof,) or tau.ndim > 2 or not np.isfinite(tau).all():
         raise StateError(f"tau_ext: expected finite values, shape ({model.dof},) or (N, {model.dof}), got {tau.shape}")
     U, s, Vt = np.linalg.svd(J, full_matrices=False)  # J = U diag(s) V^T, s descending, min(6, n) values
-    gain = np.where(s > cut, s / (s * s + lam * lam + (s <= cut)), 0.0)  # (the + (s <= cut) avoids 0/0)
-    along = np.einsum("...ij,...j->...i", Vt, tau)  # v_i . tau_ext
-    F = np.einsum("...ji,...i->...j", U, gain * along)
-    with np.errstate(divide="ignore"):
-        condition = np.where(s[..., -1] > 0.0, s[..., 0] / np.where(s[..., -1] > 0.0, s[..., -1], 1.0), np.inf)
+    kept = s > cut
+    gain = np.where(kept, s / np.where(kept, s * s + lam * lam, 1.0), 0.0)
+    along = np.matmul(Vt, tau[..., None])  # v_i . tau_ext
+    F = np.matmul(U, gain[..., None] * along)[..., 0]
+    smallest = s[..., -1]
+    condition = np.divide(s[..., 0], smallest, out=np.full_like(smallest, np.inf), where=smallest > 0.0)
     return WrenchEstimate(
         wrench=np.asarray(F),
         frame=frame,
         condition=np.asarray(condition),
-        rank=np.asarray(np.count_nonzero(s > cut, axis=-1)),
+        rank=np.asarray(np.count_nonzero(kept, axis=-1)),
         damping=lam,
         floor=cut,
     )

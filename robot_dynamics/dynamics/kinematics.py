@@ -90,10 +90,8 @@ def batch_frame_poses(model: RobotModel, q: FloatArray) -> FloatArray:
     """``A0_i`` for ``i = 1..n`` of a validated batch ``(N, n)``: ``(N, n, 4, 4)`` (no checks)."""
     local = joint_transforms(model, q)
     poses = np.empty_like(local)
-    current = np.broadcast_to(np.eye(4), (q.shape[0], 4, 4))
-    for i in range(model.dof):  # A0_i = A0_{i-1} T_{i-1,i}
-        current = current @ local[:, i]
-        poses[:, i] = current
+    for i in range(model.dof):  # A0_i = A0_{i-1} T_{i-1,i}, A0_1 = T_{0,1}
+        poses[:, i] = local[:, 0] if i == 0 else poses[:, i - 1] @ local[:, i]
     return poses
 
 
@@ -142,13 +140,11 @@ def jacobian(model: RobotModel, q: object, *, frame: Frame = "base") -> FloatArr
     z = np.matmul(poses[..., :3, :3], model.arrays.axis[:, :, None])[..., 0]  # z_i = R0_i axis_i
     lever = tool[:, None, :3, 3] - poses[..., :3, 3]  # p_t - o_i
     prismatic = model.arrays.prismatic
-    J = np.zeros((qb.shape[0], 6, model.dof))
-    J[:, :3, :] = np.where(prismatic[:, None], z, _cross(z, lever)).transpose(0, 2, 1)
-    J[:, 3:, :] = np.where(prismatic[:, None], 0.0, z).transpose(0, 2, 1)
+    J = np.empty((qb.shape[0], 2, 3, model.dof))  # the rows [v; w] as two blocks of three
+    J[:, 0] = np.where(prismatic[:, None], z, _cross(z, lever)).transpose(0, 2, 1)
+    J[:, 1] = np.where(prismatic[:, None], 0.0, z).transpose(0, 2, 1)
     if frame == "world":
-        r = model.base[:3, :3]
-        J = np.asarray(np.concatenate([r @ J[:, :3], r @ J[:, 3:]], axis=1))
+        J = model.base[:3, :3] @ J
     elif frame == "tool":
-        rt = tool[:, :3, :3].transpose(0, 2, 1)
-        J = np.asarray(np.concatenate([rt @ J[:, :3], rt @ J[:, 3:]], axis=1))
-    return _finish(batch, J)
+        J = tool[:, None, :3, :3].transpose(0, 1, 3, 2) @ J
+    return _finish(batch, J.reshape(qb.shape[0], 6, model.dof))

@@ -89,26 +89,27 @@ def momentum_rate(
     """``beta = tau_m + C(q, qd)^T qd - c(q) - b(qd)`` ``(..., n)``: ``dp/dt`` without external torque (1)."""
     v = np.asarray(qd, dtype=np.float64)
     C = coriolis_matrix(model, q, v, backend=backend)
-    beta = np.asarray(tau_m, dtype=np.float64) + np.matmul(np.swapaxes(C, -1, -2), v[..., None])[..., 0]
+    beta = tau_m + np.matmul(v[..., None, :], C)[..., 0, :]  # C^T qd (as the row qd^T C)
     beta -= gravity_torques(model, q, backend=backend)
-    if friction and model.has_friction:
-        zero = np.zeros_like(v)
+    if friction:  # (zero for a model without friction)
+        zero = 0.0 * v
         moving = inverse_dynamics(model, q, v, zero, friction=True, smooth=smooth, backend=backend)
         beta -= moving - inverse_dynamics(model, q, v, zero, friction=False, backend=backend)  # b
     return np.asarray(beta)
 
 
+def decay(gain: FloatArray, dt: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """``(a, w)`` of (3) for intervals ``dt`` (s; ``()`` or ``(N, 1)``): ``a = exp(-K dt)``, ``w = (1 - a) / dt``."""
+    step = np.asarray(dt, dtype=np.float64)
+    return np.exp(-gain * step), -np.expm1(-gain * step) / step
+
+
 def transition(
     gain: FloatArray, dt: ArrayLike, dp: FloatArray, beta0: FloatArray, beta1: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
-    """``(a, u)`` of (3), ``r_{k+1} = a r_k + u``, for intervals ``dt`` (s; ``()`` or ``(N, 1)``).
-
-    ``a = exp(-K dt)``, ``u = (1 - a) (Δp - dt (beta_k + beta_{k+1}) / 2) / dt``.
-    """
-    step = np.asarray(dt, dtype=np.float64)
-    a = np.exp(-gain * step)
-    u = -np.expm1(-gain * step) * ((dp - 0.5 * step * (beta0 + beta1)) / step)
-    return a, u
+    """``(a, u)`` of (3), ``r_{k+1} = a r_k + u``: ``u = (1 - a) (Δp - dt (beta_k + beta_{k+1}) / 2) / dt``."""
+    a, w = decay(gain, dt)
+    return a, w * (dp - (0.5 * np.asarray(dt, dtype=np.float64)) * (beta0 + beta1))
 
 
 def scan_recurrence(a: FloatArray, u: FloatArray, r0: FloatArray) -> FloatArray:
@@ -211,13 +212,14 @@ class MomentumObserver:
     def __init__(self, model: RobotModel, gain: ArrayLike, *, friction: bool = True, smooth: bool = True) -> None:
         self.model = model
         self.gain = observer_gain(gain, model.dof)
-        self.friction = friction
-        self.smooth = smooth
+        self.friction, self.smooth = friction, smooth
+        self._b = friction and model.has_friction  # friction terms to compute
         self.r: FloatArray = np.zeros(model.dof)
         self.samples = 0
         self._last: tuple[float, FloatArray, FloatArray, FloatArray] | None = None
         self._p: FloatArray = self.r
         self._beta: FloatArray = self.r
+        self._decay: tuple[float, FloatArray, FloatArray, FloatArray] | None = None  # dt, gain, a, w
 
     def set_gain(self, gain: ArrayLike) -> None:
         self.gain = observer_gain(gain, self.model.dof)
@@ -227,34 +229,43 @@ class MomentumObserver:
         self._last = None
         self.samples = 0
 
-    def set_model(self, model: RobotModel) -> None:
-        """Observe with ``model`` (same joints) from the next sample on; ``p`` and ``beta`` of the last
-        sample are recomputed with it, so ``r`` continues without a jump from the model change."""
+    def set_model(self, model: RobotModel, *, friction: bool | None = None, smooth: bool | None = None) -> None:
+        """Observe with ``model`` (same joints; and a new friction model) from the next sample on; ``p`` and
+        ``beta`` of the last sample are recomputed with them, so ``r`` does not jump at the change."""
         if model.dof != self.model.dof:
             raise StateError(f"model: {model.dof} joints, the observer has {self.model.dof}")
         self.model = model
+        self.friction = self.friction if friction is None else friction
+        self.smooth = self.smooth if smooth is None else smooth
+        self._b = self.friction and model.has_friction
         if self._last is not None:
             _, q, qd, tau = self._last
             self._p, self._beta = self._terms(q, qd, tau)
 
     def _terms(self, q: FloatArray, qd: FloatArray, tau_m: FloatArray) -> tuple[FloatArray, FloatArray]:
         p = generalized_momentum(self.model, q, qd)
-        beta = momentum_rate(self.model, q, qd, tau_m, friction=self.friction, smooth=self.smooth)
+        beta = momentum_rate(self.model, q, qd, tau_m, friction=self._b, smooth=self.smooth)
         return p, beta
 
     def update(self, t: float, q: ArrayLike, qd: ArrayLike, tau_m: ArrayLike) -> FloatArray:
         """``r`` after the sample ``(q, qd, tau_m)`` at time ``t`` (s); the first sample gives ``r = 0``."""
         n = self.model.dof
         tau = np.asarray(tau_m, dtype=np.float64)
-        if tau.shape != (n,) or not np.isfinite(tau).all():
+        total = sum(tau.tolist()) if tau.shape == (n,) else np.nan
+        if total - total != 0.0 and not (tau.shape == (n,) and np.isfinite(tau).all()):
             raise StateError(f"tau_m: expected {n} finite values, got {tau.tolist()}")
-        if self._last is not None and not t > self._last[0]:
-            raise StateError(f"t: sample time {t!r} s does not follow the previous one ({self._last[0]!r} s)")
+        last = self._last
+        if last is not None and not t > last[0]:
+            raise StateError(f"t: sample time {t!r} s does not follow the previous one ({last[0]!r} s)")
         qa, qda = np.asarray(q, dtype=np.float64), np.asarray(qd, dtype=np.float64)
         p, beta = self._terms(qa, qda, tau)  # validates q, qd; nothing is changed before this succeeds
-        if self._last is not None:
-            a, u = transition(self.gain, t - self._last[0], p - self._p, self._beta, beta)
-            self.r = a * self.r + u
+        if last is not None:
+            dt = t - last[0]
+            cached = self._decay
+            if cached is None or cached[0] != dt or cached[1] is not self.gain:  # (a fixed rate: computed once)
+                cached = self._decay = (dt, self.gain, *decay(self.gain, dt))
+            a, w = cached[2], cached[3]
+            self.r = a * self.r + w * ((p - self._p) - (0.5 * dt) * (self._beta + beta))  # (3)
         self._last = (float(t), qa.copy(), qda.copy(), tau.copy())
         self._p, self._beta = p, beta
         self.samples += 1
@@ -265,6 +276,7 @@ __all__ = [
     "CHUNK",
     "MomentumObserver",
     "ObserverRun",
+    "decay",
     "generalized_momentum",
     "momentum_rate",
     "observe",

@@ -193,10 +193,9 @@ class ContactNode(RobotNode):
         observer, s = self.observer, self.settings
         assert observer is not None
         observer.set_gain(observer_gain(_numbers(s["observer_gain"]), n))
-        friction = (bool(s["friction"]), bool(s["smooth_friction"]))
-        if (observer.friction, observer.smooth) != friction:
-            observer.friction, observer.smooth = friction
-            observer.set_model(observer.model)  # beta of the last sample with the new friction: no jump in r
+        friction, smooth = bool(s["friction"]), bool(s["smooth_friction"])
+        if (observer.friction, observer.smooth) != (friction, smooth):  # beta of the last sample anew: no jump
+            observer.set_model(observer.model, friction=friction, smooth=smooth)
         thresholds, ratio = s["thresholds"], float(s["clear_ratio"])
         if thresholds is None:
             self.detector = None
