@@ -62,7 +62,7 @@ def coriolis_tensor(model: RobotModel, q: ArrayLike, *, backend: str | None = No
 def coriolis_matrix(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``C(q, qd)`` ``(..., n, n)`` in Christoffel form: ``C qd = h`` and ``dD/dt - 2C`` skew-symmetric."""
     if fast_single(model.dof, q, qd) is not None:  # one finite state (a node's call): no general validation
-        return np.asarray(coriolis_tensor(model, q, backend=backend) @ qd)
+        return np.asarray(coriolis_tensor(model, q, backend=backend) @ np.asarray(qd))
     _, (qs, qds) = states(model, q=q, qd=qd)
     H = coriolis_tensor(model, np.asarray(qs), backend=backend)
     return np.asarray(np.matmul(H, np.asarray(qds)[..., None, :, None])[..., 0])  # sum_k h_ijk qd_k

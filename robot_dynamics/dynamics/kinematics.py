@@ -140,7 +140,7 @@ def jacobian(model: RobotModel, q: object, *, frame: Frame = "base") -> FloatArr
     z = np.matmul(poses[..., :3, :3], model.arrays.axis[:, :, None])[..., 0]  # z_i = R0_i axis_i
     lever = tool[:, None, :3, 3] - poses[..., :3, 3]  # p_t - o_i
     prismatic = model.arrays.prismatic
-    J = np.empty((qb.shape[0], 2, 3, model.dof))  # the rows [v; w] as two blocks of three
+    J: FloatArray = np.empty((qb.shape[0], 2, 3, model.dof))  # the rows [v; w] as two blocks of three
     J[:, 0] = np.where(prismatic[:, None], z, _cross(z, lever)).transpose(0, 2, 1)
     J[:, 1] = np.where(prismatic[:, None], 0.0, z).transpose(0, 2, 1)
     if frame == "world":
