@@ -105,7 +105,7 @@ def test_converges_to_a_step_of_external_torque_as_the_first_order_closed_form(
     run = observe(PUMA, t, q, qd, tau_m, gain, friction=False)
     expected = TAU_EXT * (1.0 - np.exp(-gain * t[:, None]))
     err = np.max(np.abs(run.r - expected))
-    # the trapezoid over beta is the only approximation: O(dt^2 beta'') while the arm moves at ~3 rad/s
+    # the trapezoid over beta is the only approximation: O(dt^2 beta'') while the arm swings (up to 9 rad/s)
     print(f"step push, 1 kHz, |qd| up to {np.abs(qd).max():.1f} rad/s: max |r - closed form| = {err:.2e} N·m")
     assert err <= 2e-6 * np.abs(TAU_EXT).max()
     # settled after 4/K: within 2 % (e^-4) of tau_ext
