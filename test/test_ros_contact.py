@@ -23,20 +23,34 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from geometry_msgs.msg import (  # noqa: E402
+    Inertia,
+    Vector3,
+    WrenchStamped,
+)
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
-from ros_harness import Collector, Spinner, client_node, private_context, spinner_in_namespace, wait_until  # noqa: E402
+from ros_harness import (  # noqa: E402
+    Collector,
+    Spinner,
+    call,
+    client_node,
+    private_context,
+    spinner_in_namespace,
+    wait_until,
+)
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from robot_dynamics.contact import transitions  # noqa: E402
-from robot_dynamics.dynamics import gravity_torques, simulate  # noqa: E402
+from robot_dynamics.dynamics import gravity_torques, prepare, simulate  # noqa: E402
 from robot_dynamics.dynamics.contact_wrench import external_wrench  # noqa: E402
-from robot_dynamics.dynamics.momentum_observer import observe  # noqa: E402
+from robot_dynamics.dynamics.momentum_observer import MomentumObserver, observe  # noqa: E402
 from robot_dynamics.models import load_robot  # noqa: E402
+from robot_dynamics.payload import payload_of, with_payload  # noqa: E402
 from robot_dynamics.ros.contact_node import ContactNode  # noqa: E402
 from robot_dynamics.ros.messages import DATA_QOS, diagnostic_dict, ns_to_stamp, stamp_to_ns  # noqa: E402
 from robot_dynamics_interfaces.msg import CollisionEvent  # noqa: E402
+from robot_dynamics_interfaces.srv import SetPayload  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -227,6 +241,37 @@ def test_bad_states_are_skipped_and_parameters_refused_with_the_reason(
     assert values is not None
     assert values["threshold[joint6]"] == "6" and values["observer_gain"] == "20,20,20,30,30,30"
     assert "residual[joint1]" in values and float(values["compute_p99_us"]) > 0.0
+
+
+def test_a_payload_continues_the_observer_with_the_loaded_model(
+    context: Any, ros: tuple[Spinner, str], pushed: Any
+) -> None:
+    """set_payload mid-stream: the node's r is a local observer's that switches model at the same state."""
+    spinner, ns = ros
+    node = start(context, spinner, ns, backend="python")  # (no native build of the loaded model)
+    client = spinner.add(client_node(context, ns))
+    torques = Collector(client, JointState, "contact_node/external_torque")
+    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
+    wait_until(lambda: pub.get_subscription_count() >= 1 and torques.subscription.get_publisher_count() >= 1, "DDS")
+    set_payload = client.create_client(SetPayload, "contact_node/set_payload")
+    stamps, q, qd, tau = pushed
+    mass, com = 2.5, np.array([0.0, 0.02, 0.08])
+    loaded = with_payload(PUMA, mass, com, np.diag([0.01, 0.012, 0.008]))
+    prepare(loaded, "python")  # the test's own copy: no C build either
+    local = MomentumObserver(PUMA, GAIN, friction=False)
+    expected = []
+    for k in range(40):
+        if k == 20:
+            request = Inertia(m=mass, com=Vector3(x=com[0], y=com[1], z=com[2]), ixx=0.01, iyy=0.012, izz=0.008)
+            assert call(set_payload, SetPayload.Request(payload=request)).success
+            assert node.observer is not None and payload_of(node.observer.model).mass == mass
+            local.set_model(loaded)
+        expected.append(local.update((stamps[k] - stamps[0]) * 1e-9, q[k], qd[k], tau[k]))
+        pub.publish(joint_state(q[k], qd[k], tau[k], stamps[k], list(range(6))))
+        wait_until(lambda k=k: len(torques.snapshot()) > k, f"torque {k}")
+    r = np.array([m.effort for m in torques.snapshot()])
+    np.testing.assert_allclose(r, np.array(expected), rtol=0, atol=1e-12)
+    assert np.abs(r[20:] - r[19]).max() > 0.1  # the load shows: the model without it would be wrong now
 
 
 def test_thresholds_of_the_wrong_length_stop_the_node_with_one_fatal_line() -> None:
