@@ -13,8 +13,10 @@ their diagnostics: the feed-forward node's compute (matching + law), the contact
 (matching + observer + detection: the brief's "observer compute") and its wrench (Jacobian, SVD,
 write).
 
-Then, without DDS: ``MomentumObserver.update`` per sample and the batch ``observe`` over 100 000
-samples (the ``robot-dynamics contact`` path) against a Python loop of ``update``.
+Then, without DDS: both nodes' joint-state callbacks called in-process, interleaved, paced at 1 kHz
+(their own ``compute_*``: the observer compute of the contact node without any DDS noise);
+``MomentumObserver.update`` per sample; the batch ``observe`` per sample over 100 000 samples (the
+``robot-dynamics contact`` path).
 
 Targets: contact node p99 ≤ 1.2 × the feed-forward node's; observer compute ≤ 30 µs per joint state.
 """
@@ -32,7 +34,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ros import executable_path, reserve_domain_id, safe_wait, start, stats, stop, wait_for  # noqa: E402
+from bench_ros import executable_path, reserve_domain_id, safe_wait, start, stats, stop, wait_for
 
 
 def stream(
@@ -60,9 +62,8 @@ def stream(
                 received.add(stamp)
 
     sub = node.create_subscription(JointState, output_topic, on_output, deep)
-    wrench_sub = (
-        node.create_subscription(WrenchStamped, "contact_node/external_wrench", lambda _m: None, deep) if wrench else None
-    )
+    wrench_topic = "contact_node/external_wrench"
+    wrench_sub = node.create_subscription(WrenchStamped, wrench_topic, lambda _m: None, deep) if wrench else None
     pub = node.create_publisher(JointState, input_topic, deep)
     wait_for(lambda: pub.get_subscription_count() >= 1 and sub.get_publisher_count() >= 1, output_topic)
     if wrench_sub is not None:
@@ -103,6 +104,54 @@ def stream(
         return {"lat": list(latencies), "sent": sent, "received": len(received)}
 
 
+def callbacks(robot: str, messages: int = 3000, rate: float = 1000.0) -> list[tuple[str, dict[str, float]]]:
+    """The two nodes' joint-state callbacks called in-process (not spun, no subscriber: nothing is
+    published), interleaved and paced at ``rate``; their own ``compute_*`` (the nodes' diagnostics)."""
+    import rclpy
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+
+    from robot_dynamics.ros.contact_node import ContactNode
+    from robot_dynamics.ros.feedforward_node import FeedforwardNode
+    from robot_dynamics.ros.messages import ns_to_stamp
+
+    context = rclpy.Context()
+    rclpy.init(context=context, args=[])
+    ns = f"/bench_callback_{os.getpid()}"
+    overrides = [Parameter("robot_config", value=robot)]
+    nodes = {
+        "feedforward_node callback (matching + law)": FeedforwardNode(
+            namespace=ns, context=context, parameter_overrides=overrides
+        ),
+        "contact_node callback (matching + observer + detection; thresholds set)": ContactNode(
+            namespace=ns, context=context, parameter_overrides=[*overrides, Parameter("thresholds", value=1e3)]
+        ),
+    }
+    names = nodes["feedforward_node callback (matching + law)"].model.joint_names  # type: ignore[union-attr]
+    rng = np.random.default_rng(4)
+    msgs = []
+    for k in range(messages):
+        msg = JointState(name=list(names))
+        msg.header.stamp = ns_to_stamp(1_000_000_000 + k * 1_000_000)
+        q, qd, tau = rng.uniform(-1, 1, (3, len(names)))
+        msg.position, msg.velocity, msg.effort = q.tolist(), qd.tolist(), (20 * tau).tolist()
+        msgs.append(msg)
+    times: dict[str, list[float]] = {label: [] for label in nodes}
+    t0 = time.perf_counter()
+    for k, msg in enumerate(msgs):
+        delay = t0 + k / rate - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        for label, node in nodes.items():
+            node.stats.summary()  # a fresh window: one message each
+            node._on_joint_state(msg)
+            times[label].append(node.stats.summary()["compute_mean_us"])
+    for node in nodes.values():
+        node.destroy_node()
+    rclpy.try_shutdown(context=context)
+    return [(label, stats(values[100:])) for label, values in times.items()]
+
+
 def without_dds(robot: str) -> list[tuple[str, float]]:
     """The observer per sample (update) and per sample in a batch of 100 000 (observe), µs."""
     from robot_dynamics import load_robot, prepare
@@ -140,10 +189,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=1000.0, help="joint_states rate, Hz")
     parser.add_argument("--robot", default="puma560")
     parser.add_argument("--rounds", type=int, default=6, help="interleaved rounds")
+    parser.add_argument("--no-dds", action="store_true", help="only the in-process measurements")
     args = parser.parse_args(argv)
     if "ROS_DOMAIN_ID" not in os.environ:
         os.environ["ROS_DOMAIN_ID"] = str(reserve_domain_id())
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    if args.no_dds:
+        print_without_dds(args.robot)
+        return 0
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.executors import SingleThreadedExecutor
@@ -229,10 +282,19 @@ def main(argv: list[str] | None = None) -> int:
     for label, s, notes in rows:
         ratio = s["p99"] / reference[label.startswith("  ")]["p99"]
         print(f"| {label} | {s['p50']:.0f} | {s['p99']:.0f} | {s['max']:.0f} | {ratio:.2f} | {notes} |")
-    print("\nwithout DDS:\n")
-    for label, us in without_dds(args.robot):
-        print(f"- {label}: {us:.1f} µs")
+    print_without_dds(args.robot)
     return 0
+
+
+def print_without_dds(robot: str) -> None:
+    print(f"\nwithout DDS (load average {os.getloadavg()[0]:.1f}): the callbacks in-process, 1 kHz paced, ")
+    print("their own compute per message (µs):\n")
+    print("| callback | p50 | p99 | max |\n|---|---|---|---|")
+    for label, s in callbacks(robot):
+        print(f"| {label} | {s['p50']:.1f} | {s['p99']:.1f} | {s['max']:.1f} |")
+    print()
+    for label, us in without_dds(robot):
+        print(f"- {label}: {us:.1f} µs")
 
 
 if __name__ == "__main__":

@@ -70,41 +70,48 @@ class Transition:
 
 
 class CollisionDetector:
-    """The hysteresis of the module doc, one residual ``r`` ``(n,)`` at a time."""
+    """The hysteresis of the module doc, one residual ``r`` ``(n,)`` at a time (Python floats: a node's
+    few joints cost less than array operations)."""
 
     def __init__(self, thresholds: ArrayLike, clear_ratio: float = DEFAULT_CLEAR_RATIO) -> None:
         self.thresholds = check_thresholds(thresholds, np.size(thresholds))
         self.clear_ratio = check_clear_ratio(clear_ratio)
-        self.active = np.zeros(self.thresholds.size, dtype=bool)
+        self._levels = self._pairs()
+        self._active = [False] * self.thresholds.size
         self.raised = 0
+
+    def _pairs(self) -> list[tuple[float, float]]:
+        return [(th, self.clear_ratio * th) for th in self.thresholds.tolist()]
 
     def configure(self, thresholds: ArrayLike | None = None, clear_ratio: float | None = None) -> None:
         """New thresholds / clear ratio (checked first; the joints' states are kept)."""
         th = self.thresholds if thresholds is None else check_thresholds(thresholds, self.thresholds.size)
         ratio = self.clear_ratio if clear_ratio is None else check_clear_ratio(clear_ratio)
         self.thresholds, self.clear_ratio = th, ratio
+        self._levels = self._pairs()
 
     def reset(self) -> None:
-        self.active[:] = False
+        self._active = [False] * self.thresholds.size
+
+    @property
+    def active(self) -> np.ndarray:
+        """Whether each joint is in collision, ``(n,)`` bool."""
+        return np.array(self._active, dtype=bool)
 
     @property
     def in_collision(self) -> bool:
-        return bool(self.active.any())
+        return any(self._active)
 
     def update(self, r: FloatArray, sample: int = 0, time: float = 0.0) -> list[Transition]:
         """The joints whose state changes with this residual (usually none)."""
-        magnitude = np.abs(r)
-        clear = self.clear_ratio * self.thresholds
-        changed = np.where(self.active, magnitude < clear, magnitude > self.thresholds)
-        if not changed.any():
-            return []
-        self.active ^= changed
-        out = []
-        for j in np.flatnonzero(changed):
-            raised = bool(self.active[j])
-            self.raised += raised
-            level = float(self.thresholds[j])
-            out.append(Transition(sample, time, int(j), raised, float(magnitude[j]), level, float(clear[j])))
+        out: list[Transition] = []
+        active = self._active
+        for j, (value, (threshold, clear)) in enumerate(zip(r.tolist(), self._levels, strict=True)):
+            magnitude = abs(value)
+            if (magnitude < clear) if active[j] else (magnitude > threshold):
+                active[j] = not active[j]
+                self.raised += active[j]
+                out.append(Transition(sample, time, j, active[j], magnitude, threshold, clear))
         return out
 
 

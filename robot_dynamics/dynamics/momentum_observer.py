@@ -27,12 +27,15 @@ is the trapezoid), and the ODE of ``r`` integrates exactly over the interval::
     r_{k+1} = exp(-K dt_k) r_k + (1 - exp(-K dt_k)) [Δp_k - dt_k (beta_k + beta_{k+1}) / 2] / dt_k   (3)
 
 with ``r_0 = 0`` (``p(0)`` is the first sample's). Under those assumptions (3) is exact for every
-sample spacing, slow (30 Hz) or irregular; otherwise its error is the trapezoid's, ``O(dt^2 beta'')``.
+sample spacing, slow (30 Hz) or irregular; otherwise its errors are second order: the trapezoid's
+``O(dt^2 beta'')``, and ``K dt^2 dtau_ext/dt / 12`` once settled when ``tau_ext`` changes within an
+interval (the interval holds its mean).
 
-**Friction** ``b``: the model's friction at ``qd`` (:func:`~.inverse.inverse_dynamics` with minus
-without friction, at ``qdd = 0``). Viscous, Coulomb, Stribeck and motor friction depend on ``qd``
-alone and are exact; load-dependent (bearing, transmission) friction is loaded by the torque and
-reactions of zero acceleration, since the observer does not know ``qdd``.
+**Friction** ``b``: the model's friction at ``qd``, from :func:`~.inverse.inverse_dynamics` at
+``qdd = 0``, which gives ``h + c + b`` (so ``beta = tau_m + (C + C^T) qd - (h + c + b)``: one
+Newton–Euler call). Viscous, Coulomb, Stribeck and motor friction depend on ``qd`` alone and are
+exact; load-dependent (bearing, transmission) friction is loaded by the torque and reactions of zero
+acceleration, since the observer does not know ``qdd``.
 
 **One sample at a time** (:class:`MomentumObserver`, for a node) applies (3) to each new sample;
 **a recording** (:func:`observe`) computes ``p`` and ``beta`` for all samples at once and solves the
@@ -51,7 +54,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import StateError
 from ..model import FloatArray, RobotModel
-from .coefficients import coriolis_matrix, gravity_torques, inertia_matrix
+from .coefficients import coriolis_matrix, inertia_matrix
 from .inverse import inverse_dynamics
 
 #: States per engine call in :func:`observe` (bounds the memory of D and the Coriolis tensor).
@@ -86,16 +89,19 @@ def momentum_rate(
     smooth: bool = True,
     backend: str | None = None,
 ) -> FloatArray:
-    """``beta = tau_m + C(q, qd)^T qd - c(q) - b(qd)`` ``(..., n)``: ``dp/dt`` without external torque (1)."""
+    """``beta = tau_m + C(q, qd)^T qd - c(q) - b(qd)`` ``(..., n)``: ``dp/dt`` without external torque (1).
+
+    Computed as ``tau_m + (C + C^T) qd - (h + c + b)``, the last term the inverse dynamics at ``qdd = 0``
+    (``h = C qd``): one Newton–Euler call for ``c`` and ``b`` together.
+    """
     v = np.asarray(qd, dtype=np.float64)
     C = coriolis_matrix(model, q, v, backend=backend)
-    beta = tau_m + np.matmul(v[..., None, :], C)[..., 0, :]  # C^T qd (as the row qd^T C)
-    beta -= gravity_torques(model, q, backend=backend)
-    if friction:  # (zero for a model without friction)
-        zero = 0.0 * v
-        moving = inverse_dynamics(model, q, v, zero, friction=True, smooth=smooth, backend=backend)
-        beta -= moving - inverse_dynamics(model, q, v, zero, friction=False, backend=backend)  # b
-    return np.asarray(beta)
+    if v.ndim == 1:  # (C + C^T) qd
+        d_dot_qd = C @ v + v @ C
+    else:
+        d_dot_qd = np.matmul(C, v[..., None])[..., 0] + np.matmul(v[..., None, :], C)[..., 0, :]
+    still = inverse_dynamics(model, q, v, 0.0 * v, friction=friction, smooth=smooth, backend=backend)  # h + c + b
+    return np.asarray(np.asarray(tau_m, dtype=np.float64) + d_dot_qd - still)
 
 
 def decay(gain: FloatArray, dt: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -202,11 +208,12 @@ def observe(
 class MomentumObserver:
     """The observer (3) one sample at a time (a node's joint-state callback).
 
-    :meth:`update` takes a sample at a time later than the previous one and returns ``r``; a sample
-    that is refused (StateError: wrong shape, non-finite values, time not increasing) leaves the
-    observer as it was, so the next good sample continues correctly. :meth:`reset` starts over
-    (``r = 0``, the next sample is the new ``p(0)``); :meth:`set_model` swaps the model (a payload)
-    and carries on from the last sample; :attr:`gain` may change between samples.
+        :meth:`update` takes a sample at a time later than the previous one and returns ``r``; a sample
+        that is refused (StateError: wrong shape, non-finite values, time not increasing) leaves the
+        observer as it was, so the next good sample continues correctly. Intervals equal to the nanosecond share their
+    ``exp(-K dt)`` (computed once at a fixed rate). :meth:`reset` starts over
+        (``r = 0``, the next sample is the new ``p(0)``); :meth:`set_model` swaps the model (a payload)
+        and carries on from the last sample; :attr:`gain` may change between samples.
     """
 
     def __init__(self, model: RobotModel, gain: ArrayLike, *, friction: bool = True, smooth: bool = True) -> None:
@@ -219,7 +226,7 @@ class MomentumObserver:
         self._last: tuple[float, FloatArray, FloatArray, FloatArray] | None = None
         self._p: FloatArray = self.r
         self._beta: FloatArray = self.r
-        self._decay: tuple[float, FloatArray, FloatArray, FloatArray] | None = None  # dt, gain, a, w
+        self._decay: tuple[int, FloatArray, FloatArray, FloatArray] | None = None  # dt in ns, gain, a, w
 
     def set_gain(self, gain: ArrayLike) -> None:
         self.gain = observer_gain(gain, self.model.dof)
@@ -261,9 +268,9 @@ class MomentumObserver:
         p, beta = self._terms(qa, qda, tau)  # validates q, qd; nothing is changed before this succeeds
         if last is not None:
             dt = t - last[0]
-            cached = self._decay
-            if cached is None or cached[0] != dt or cached[1] is not self.gain:  # (a fixed rate: computed once)
-                cached = self._decay = (dt, self.gain, *decay(self.gain, dt))
+            cached, key = self._decay, round(dt * 1e9)
+            if cached is None or cached[0] != key or cached[1] is not self.gain:  # a fixed rate: computed once
+                cached = self._decay = (key, self.gain, *decay(self.gain, dt))
             a, w = cached[2], cached[3]
             self.r = a * self.r + w * ((p - self._p) - (0.5 * dt) * (self._beta + beta))  # (3)
         self._last = (float(t), qa.copy(), qda.copy(), tau.copy())

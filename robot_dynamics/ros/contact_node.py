@@ -254,7 +254,8 @@ class ContactNode(RobotNode):
             what = "no effort array (the joint torques)" if len(effort) == 0 else f"{len(effort)} efforts"
             raise StateError(f"joint_states: {what} for {len(names)} joint names")
         tau = np.frombuffer(effort, dtype=np.float64)[index] if len(effort) else np.zeros(0)
-        if not np.isfinite(tau).all():
+        total = sum(tau.tolist())
+        if total - total != 0.0 and not np.isfinite(tau).all():  # a nan or inf (or an overflowing sum)
             bad = [self.model.joint_names[j] for j in np.flatnonzero(~np.isfinite(tau))] if self.model else []
             raise StateError(f"joint_states: non-finite effort of joints {bad}")
         return tau
