@@ -42,7 +42,8 @@ acceleration, since the observer does not know ``qdd``.
 recurrence ``r_{k+1} = a_k r_k + u_k`` by a prefix scan over the associative composition of the
 maps ``r -> a r + u`` (Hillis & Steele 1986): ``ceil(log2 N)`` vectorised passes, no division, so no
 overflow however long the recording (``exp(-K t)`` products underflow harmlessly to 0). Both forms
-take ``(a_k, u_k)`` from :func:`transition` and agree to rounding (1e-12, tested).
+take ``a_k = exp(-K dt_k)`` from :func:`decay` and ``u_k`` from :func:`drive`, and agree to rounding
+(1e-12, tested).
 """
 
 from __future__ import annotations
@@ -110,12 +111,17 @@ def decay(gain: FloatArray, dt: ArrayLike) -> tuple[FloatArray, FloatArray]:
     return np.exp(-gain * step), -np.expm1(-gain * step) / step
 
 
+def drive(w: FloatArray, dt: ArrayLike, dp: FloatArray, beta0: FloatArray, beta1: FloatArray) -> FloatArray:
+    """``u`` of (3): ``(1 - a) (Δp - dt (beta_k + beta_{k+1}) / 2) / dt`` with ``w = (1 - a) / dt``."""
+    return np.asarray(w * (dp - (0.5 * np.asarray(dt, dtype=np.float64)) * (beta0 + beta1)))
+
+
 def transition(
     gain: FloatArray, dt: ArrayLike, dp: FloatArray, beta0: FloatArray, beta1: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
-    """``(a, u)`` of (3), ``r_{k+1} = a r_k + u``: ``u = (1 - a) (Δp - dt (beta_k + beta_{k+1}) / 2) / dt``."""
+    """``(a, u)`` of (3), ``r_{k+1} = a r_k + u``, for intervals ``dt``."""
     a, w = decay(gain, dt)
-    return a, w * (dp - (0.5 * np.asarray(dt, dtype=np.float64)) * (beta0 + beta1))
+    return a, drive(w, dt, dp, beta0, beta1)
 
 
 def scan_recurrence(a: FloatArray, u: FloatArray, r0: FloatArray) -> FloatArray:
@@ -271,8 +277,7 @@ class MomentumObserver:
             cached, key = self._decay, round(dt * 1e9)
             if cached is None or cached[0] != key or cached[1] is not self.gain:  # a fixed rate: computed once
                 cached = self._decay = (key, self.gain, *decay(self.gain, dt))
-            a, w = cached[2], cached[3]
-            self.r = a * self.r + w * ((p - self._p) - (0.5 * dt) * (self._beta + beta))  # (3)
+            self.r = cached[2] * self.r + drive(cached[3], dt, p - self._p, self._beta, beta)  # (3)
         self._last = (float(t), qa.copy(), qda.copy(), tau.copy())
         self._p, self._beta = p, beta
         self.samples += 1
@@ -284,6 +289,7 @@ __all__ = [
     "MomentumObserver",
     "ObserverRun",
     "decay",
+    "drive",
     "generalized_momentum",
     "momentum_rate",
     "observe",
