@@ -54,6 +54,7 @@ setup(
             "feedforward_node = robot_dynamics.ros.feedforward_node:main",
             "dynamics_service_node = robot_dynamics.ros.service_node:main",
             "simulator_node = robot_dynamics.ros.simulator_node:main",
+            "contact_node = robot_dynamics.ros.contact_node:main",
             "robot_dynamics_bringup = robot_dynamics.ros.bringup:main",
         ],
     },

@@ -97,7 +97,7 @@ if ! stamp_ok editable "$H"; then
     # as setup.cfg asks of colcon builds) and on the venv's PATH (.venv/bin, where pip's editable
     # install puts them).
     mkdir -p "$VENV/lib/robot_dynamics"
-    for exe in robot-dynamics feedforward_node dynamics_service_node simulator_node robot_dynamics_bringup; do
+    for exe in robot-dynamics feedforward_node dynamics_service_node simulator_node contact_node robot_dynamics_bringup; do
         if [ -f "$VENV/bin/$exe" ] && [ ! -L "$VENV/bin/$exe" ]; then
             ln -sf "../../bin/$exe" "$VENV/lib/robot_dynamics/$exe"
         elif [ -f "$VENV/lib/robot_dynamics/$exe" ] && [ ! -L "$VENV/lib/robot_dynamics/$exe" ]; then

@@ -36,6 +36,7 @@ ROBOT_COMMANDS = {
     "replay": ["replay", "{bag}", "--check", "--robot", "{robot}"],
     "identify": ["identify", "{bag}", "--robot", "{robot}", "--out", "{tmp}/identified.yaml"],
     "excitation": ["excitation", "{robot}", "--duration", "2", "--harmonics", "1", "--out", "{tmp}/traj.yaml"],
+    "contact": ["contact", "{bag}", "--robot", "{robot}"],
 }
 
 BAD_ROBOTS = {
@@ -249,6 +250,24 @@ def test_bad_chain_options_are_one_line(
             "harmonics must be an integer >= 1",
         ),
         (["excitation", "fu_two_link", "--duration", "2", "--harmonics", "1", "--out", "{tmp}/t.yaml"], "limit"),
+        (["contact", "{bag}"], "the following arguments are required: --robot"),
+        (["contact", "{bag}", "--robot", "puma560"], "/joint_states: the joint states carry no effort"),
+        (["contact", "{tmp}/nothing", "--robot", "puma560"], "does not exist"),
+        (["contact", "{files}/junk_bag", "--robot", "puma560"], "junk_bag"),
+        (["contact", "{files}/unstamped_bag", "--robot", "puma560"], "/joint_states: receive times do not increase"),
+        (["contact", "{files}/nan_bag", "--robot", "puma560", "--gain", "0"], "--gain: every value must be finite"),
+        (["contact", "{files}/nan_bag", "--robot", "puma560", "--gain", "1", "2"], "--gain: expected 1 or 6 values"),
+        (["contact", "{files}/nan_bag", "--robot", "puma560", "--gain", "fast"], "--gain: 'fast' is not a number"),
+        (["contact", "{files}/nan_bag", "--robot", "puma560", "--thresholds", "-1"], "--thresholds: every value"),
+        (["contact", "{files}/nan_bag", "--robot", "puma560", "--thresholds", "nan"], "--thresholds: every value"),
+        (["contact", "{files}/nan_bag", "--robot", "puma560", "--thresholds", "1,2"], "--thresholds: expected 1 or 6"),
+        (["contact", "{files}/nan_bag", "--robot", "puma560", "--clear-ratio", "0"], "--clear-ratio: must be > 0"),
+        (["contact", "{files}/nan_bag", "--robot", "puma560", "--calibrate", "--margin", "0.5"], "--margin must be"),
+        (["contact", "{bag}", "--robot", "puma560", "--calibrate", "--thresholds", "1"], "not allowed with argument"),
+        (["contact", "{bag}", "--robot", "puma560", "--params", "{tmp}/p.yaml"], "--params writes the thresholds"),
+        (["contact", "{bag}", "--robot", "puma560", "--joint-map", "x"], "--joint-map: expected BAG_NAME=MODEL_NAME"),
+        (["contact", "{files}/nan_bag", "--robot", "puma560", "--json", "{files}/exists"], "exists"),
+        (["contact", "{files}/nan_bag", "--robot", "puma560", "--plot", "{files}/a_file/p.png"], "a_file"),
     ],
 )
 def test_bad_values_are_one_line(

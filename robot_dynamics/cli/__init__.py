@@ -14,7 +14,16 @@ import os
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES: tuple[str, ...] = ("models", "bag", "tracking", "dynamics", "symbolic", "identify", "excitation")
+COMMAND_MODULES: tuple[str, ...] = (
+    "models",
+    "bag",
+    "tracking",
+    "dynamics",
+    "symbolic",
+    "identify",
+    "excitation",
+    "contact",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

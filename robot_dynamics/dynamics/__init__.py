@@ -10,7 +10,10 @@ One algorithm per module:
 * :mod:`.inverse` inverse dynamics with friction, tool wrench and breakdown;
 * :mod:`.forward` forward dynamics (:mod:`.cholesky`; with friction :mod:`.stick_slip`);
   :mod:`.simulate` integration (solve_ivp, or the stick–slip integrator);
-* :mod:`.energy` kinetic and potential energy.
+* :mod:`.energy` kinetic and potential energy;
+* :mod:`.momentum_observer` the generalized-momentum observer of the external joint torques (one
+  sample at a time and a whole recording), :mod:`.direct_residual` the same torques where ``qdd`` is
+  known, :mod:`.contact_wrench` the tool wrench from them (damped least squares through the Jacobian).
 
 Every function takes one state ``(n,)`` or a batch ``(N, n)``. The recursive algorithms are compiled
 per model into straight-line programs with the model's constants folded in (:mod:`._trace`,
@@ -30,32 +33,43 @@ from .coefficients import (
     inertia_matrix,
     robmat_coefficients,
 )
+from .contact_wrench import WrenchEstimate, external_wrench
+from .direct_residual import direct_residual
 from .energy import kinetic_energy, potential_energy
 from .forward import forward_dynamics
 from .inverse import InverseDynamicsBreakdown, inverse_dynamics, rnea_with_reactions
 from .kinematics import com_positions, forward_kinematics, frame_poses, jacobian
+from .momentum_observer import MomentumObserver, ObserverRun, generalized_momentum, momentum_rate, observe
 from .native import batch_threads, set_batch_threads
 from .simulate import SimulationResult, TorqueProfile, simulate
 
 __all__ = [
     "InverseDynamicsBreakdown",
+    "MomentumObserver",
+    "ObserverRun",
     "RobmatCoefficients",
     "SimulationResult",
     "TorqueProfile",
+    "WrenchEstimate",
     "batch_threads",
     "com_positions",
     "coriolis_centrifugal",
     "coriolis_matrix",
     "coriolis_tensor",
     "default_backend",
+    "direct_residual",
+    "external_wrench",
     "forward_dynamics",
     "forward_kinematics",
     "frame_poses",
+    "generalized_momentum",
     "gravity_torques",
     "inertia_matrix",
     "inverse_dynamics",
     "jacobian",
     "kinetic_energy",
+    "momentum_rate",
+    "observe",
     "potential_energy",
     "prepare",
     "rnea_with_reactions",

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 from ..model import FloatArray, RobotModel
 from ._dispatch import CORIOLIS_TENSOR, GRAVITY, INERTIA, VELOCITY, general, single
 from ._kernels import kernels
-from ._state import states
+from ._state import fast_single, states
 
 
 def inertia_matrix(
@@ -61,9 +61,11 @@ def coriolis_tensor(model: RobotModel, q: ArrayLike, *, backend: str | None = No
 
 def coriolis_matrix(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``C(q, qd)`` ``(..., n, n)`` in Christoffel form: ``C qd = h`` and ``dD/dt - 2C`` skew-symmetric."""
+    if fast_single(model.dof, q, qd) is not None:  # one finite state (a node's call): no general validation
+        return np.asarray(coriolis_tensor(model, q, backend=backend) @ np.asarray(qd))
     _, (qs, qds) = states(model, q=q, qd=qd)
     H = coriolis_tensor(model, np.asarray(qs), backend=backend)
-    return np.asarray(np.einsum("...ijk,...k->...ij", H, np.asarray(qds)))
+    return np.asarray(np.matmul(H, np.asarray(qds)[..., None, :, None])[..., 0])  # sum_k h_ijk qd_k
 
 
 @dataclass(frozen=True, eq=False)
