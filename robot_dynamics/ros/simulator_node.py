@@ -48,7 +48,7 @@ from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.ros.messages import DATA_QOS, StartupError, as_double_array, name_index, one_line, ordered_arrays
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
-from robot_dynamics.ros.robot_node import RobotNode, check_bool
+from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_non_negative
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
@@ -76,7 +76,12 @@ class SimulatorNode(RobotNode):
             "integrator", "fixed_step", "fixed_step (real time) | adaptive (engine simulate, slow)", read_only=True
         )
         self.declare("wait_for_command", True, "hold the start state until the first command", read_only=True)
-        self.declare("command_timeout", 0.0, "seconds after which a stale command becomes zero torque (0 = never)")
+        self.declare(
+            "command_timeout",
+            0.0,
+            "seconds after which a stale command becomes zero torque (0 = never)",
+            check=check_non_negative("s"),
+        )
         rate = float(self.param("rate"))
         if not (np.isfinite(rate) and rate > 0.0):
             raise StartupError(f"parameter rate must be > 0 Hz, got {rate}")
