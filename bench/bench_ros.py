@@ -161,72 +161,80 @@ def wait_for(predicate: Any, what: str, timeout: float = 60.0) -> None:
     raise RuntimeError(f"timed out waiting for {what}")
 
 
-def stream(
-    node: Any, input_topic: str, output_topic: str, duration: float, rate: float, names: list[str]
-) -> dict[str, Any]:
-    """Publish joint states at ``rate`` and time the outputs; returns latencies (µs) and counts."""
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
+class Stream:
+    """Joint states at ``rate`` into one node, its answers timed; one publisher and subscription for
+    the whole run, so that the node's sequence-number baseline (its first sample from this publisher)
+    is set once. Accounting starts at the first answered state: states published before the node's
+    reader had matched the publisher (discovery completes on each side separately) never reached it."""
 
-    from robot_dynamics.ros.messages import ns_to_stamp, stamp_to_ns
+    def __init__(self, node: Any, input_topic: str, output_topic: str, rate: float, names: list[str]) -> None:
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import JointState
 
-    # deep queues on the benchmark's side: drops counted are the nodes' (their depth-10 readers)
-    deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        from robot_dynamics.ros.messages import stamp_to_ns
 
-    latencies: list[float] = []
-    received: set[int] = set()
-    lock = threading.Lock()
-    measuring = threading.Event()
+        self.rate = rate
+        deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)  # what is lost is the node's
+        self.latencies: list[float] = []
+        self.received: set[int] = set()
+        self.first_answer: int | None = None
+        self.last_output = time.monotonic()
+        self.lock = threading.Lock()
+        self.measuring = threading.Event()
 
-    last_output = [time.monotonic()]
+        def on_output(msg: Any) -> None:
+            now = time.time_ns()
+            stamp = stamp_to_ns(msg.header.stamp)
+            with self.lock:
+                self.received.add(stamp)
+                self.last_output = time.monotonic()
+                self.first_answer = stamp if self.first_answer is None else self.first_answer
+                if self.measuring.is_set():
+                    self.latencies.append((now - stamp) * 1e-3)
 
-    def on_output(msg: Any) -> None:
-        now = time.time_ns()
-        stamp = stamp_to_ns(msg.header.stamp)
-        with lock:  # every answer counts (warm-up included, as the node's skip counter does)
-            received.add(stamp)
-            last_output[0] = time.monotonic()
-            if measuring.is_set():
-                latencies.append((now - stamp) * 1e-3)
+        self.sub = node.create_subscription(JointState, output_topic, on_output, deep)
+        self.pub = node.create_publisher(JointState, input_topic, deep)
+        wait_for(lambda: self.pub.get_subscription_count() >= 1 and self.sub.get_publisher_count() >= 1, output_topic)
+        self.states = np.random.default_rng(1).uniform(-1.0, 1.0, (1000, 2, len(names)))
+        self.msg = JointState()
+        self.msg.name = list(names)
 
-    sub = node.create_subscription(JointState, output_topic, on_output, deep)
-    pub = node.create_publisher(JointState, input_topic, deep)
-    wait_for(lambda: pub.get_subscription_count() >= 1 and sub.get_publisher_count() >= 1, f"{output_topic}")
-    rng = np.random.default_rng(1)
-    states = rng.uniform(-1.0, 1.0, (1000, 2, len(names)))
-    msg = JointState()
-    msg.name = list(names)
+    def _run(self, seconds: float) -> list[int]:
+        from robot_dynamics.ros.messages import ns_to_stamp
 
-    def run(seconds: float) -> int:
-        period = 1.0 / rate
+        period, sent = 1.0 / self.rate, []
         t0 = time.perf_counter()
-        k = 0
-        end = t0 + seconds
-        while True:
-            target = t0 + k * period
-            if target >= end:
-                return k
+        while (target := t0 + len(sent) * period) < t0 + seconds:
             delay = target - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
-            q, qd = states[k % len(states)]
-            msg.position = q.tolist()
-            msg.velocity = qd.tolist()
-            msg.header.stamp = ns_to_stamp(time.time_ns())
-            pub.publish(msg)
-            k += 1
+            q, qd = self.states[len(sent) % len(self.states)]
+            self.msg.position, self.msg.velocity = q.tolist(), qd.tolist()
+            stamp = time.time_ns()
+            self.msg.header.stamp = ns_to_stamp(stamp)
+            self.pub.publish(self.msg)
+            sent.append(stamp)
+        return sent
 
-    sent = run(0.5)  # warm-up (discovery settled, caches hot)
-    time.sleep(0.2)
-    measuring.set()
-    sent += run(duration)
-    # stragglers: until every state is answered or no answer came for 0.5 s (skipped states never come)
-    safe_wait(lambda: len(received) >= sent or time.monotonic() - last_output[0] > 0.5, timeout=5.0)
-    measuring.clear()
-    node.destroy_subscription(sub)
-    node.destroy_publisher(pub)
-    with lock:
-        return {"lat": list(latencies), "sent": sent, "received": len(received)}
+    def round(self, duration: float) -> dict[str, Any]:
+        """Latencies (µs) of the answers after a 0.5 s warm-up; states sent and answered (warm-up included)."""
+        with self.lock:
+            self.latencies = []
+        sent = self._run(0.5)  # warm-up (discovery settled, caches hot)
+        time.sleep(0.2)
+        self.measuring.set()
+        sent += self._run(duration)
+        # stragglers: until every state is answered or no answer came for 0.5 s (skipped states never come)
+        safe_wait(lambda: self.received.issuperset(sent) or time.monotonic() - self.last_output > 0.5, timeout=5.0)
+        self.measuring.clear()
+        with self.lock:
+            first = self.first_answer if self.first_answer is not None else max(sent) + 1
+            counted = [s for s in sent if s >= first]
+            return {
+                "lat": list(self.latencies),
+                "sent": len(counted),
+                "received": len(self.received.intersection(counted)),
+            }
 
 
 def service_round_trips(node: Any, name: str, calls: int, n: int) -> list[float]:
@@ -345,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     targets = {"relay": ("relay/joint_states", "relay/efforts")}
     targets.update({q: (f"{q}/joint_states", f"{q}/feedforward/efforts") for q in variants})
     try:
+        streams = {
+            key: Stream(node, topic_in, topic_out, args.rate, names) for key, (topic_in, topic_out) in targets.items()
+        }
         for condition in [c.strip() for c in args.conditions.split(",") if c.strip()]:
             hog = cpu_hog(args.duration * len(targets) * 1.5 + 30) if condition == "loaded" else None
             try:
@@ -353,8 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                 marks = {key: len(own[key]) for key in targets}
                 skipped_before = {q: latest_value(own[q], "joint_states_skipped") for q in variants}
                 for _ in range(args.rounds):
-                    for key, (topic_in, topic_out) in targets.items():
-                        r = stream(node, topic_in, topic_out, args.duration / args.rounds, args.rate, names)
+                    for key in targets:
+                        r = streams[key].round(args.duration / args.rounds)
                         for field in ("lat",):
                             results[key][field] += r[field]
                         results[key]["sent"] += r["sent"]
@@ -443,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         for proc in processes:
             stop(proc)
         executor.shutdown()
+        spinner.join(5.0)
         node.destroy_node()
         rclpy.try_shutdown()
 
