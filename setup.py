@@ -10,6 +10,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
+    py_modules=["robot_dynamics_executables"],
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -27,6 +28,7 @@ setup(
         "rosbags",
         "matplotlib",
         "mujoco",
+        "xacro",
     ],
     extras_require={
         # identify --scheduler ADDRESS (an existing Dask cluster); the local process pool needs nothing
@@ -51,11 +53,12 @@ setup(
     entry_points={
         "console_scripts": [
             "robot-dynamics = robot_dynamics.cli:main",
-            "feedforward_node = robot_dynamics.ros.feedforward_node:main",
-            "dynamics_service_node = robot_dynamics.ros.service_node:main",
-            "simulator_node = robot_dynamics.ros.simulator_node:main",
-            "contact_node = robot_dynamics.ros.contact_node:main",
-            "robot_dynamics_bringup = robot_dynamics.ros.bringup:main",
+            # through a top-level module: a Ctrl-C while the package imports exits quietly
+            "feedforward_node = robot_dynamics_executables:feedforward_node",
+            "dynamics_service_node = robot_dynamics_executables:dynamics_service_node",
+            "simulator_node = robot_dynamics_executables:simulator_node",
+            "robot_dynamics_bringup = robot_dynamics_executables:robot_dynamics_bringup",
+            "contact_node = robot_dynamics_executables:contact_node",
         ],
     },
 )

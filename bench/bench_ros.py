@@ -1,24 +1,31 @@
-"""Benchmark of the ROS interface: joint_states → torque latency, drops, and service round trips.
+"""Benchmark of the ROS interface: joint_states → torque latency and accounting, quiet and loaded.
 
-    .venv/bin/python bench/bench_ros.py [--duration 30] [--rate 1000] [--calls 2000]
+    .venv/bin/python bench/bench_ros.py [--duration 12] [--rate 1000] [--rounds 4] [--calls 2000] \
+        [--qos latest,reliable] [--conditions quiet,loaded]
 
 Starts, in one session (own ROS_DOMAIN_ID, localhost discovery), each in its own process:
 
-1. a bare rclpy relay node (subscribes ``relay/joint_states``, republishes the message as is, and
-   answers a GetDynamicsCoefficients service with an empty response);
-2. the feed-forward node (``feedforward_node`` entry point, PUMA 560, friction on);
-3. the dynamics service node (``dynamics_service_node``).
+1. a bare rclpy relay node (SingleThreadedExecutor; subscribes ``relay/joint_states``, depth 10
+   reliable, republishes the message as is; answers a GetDynamicsCoefficients service with an empty
+   response);
+2. one feed-forward node per ``--qos`` value of its ``joint_states_qos`` parameter (PUMA 560,
+   friction on): ``latest`` (the default: the newest state answered, skipped ones counted) and
+   ``reliable`` (every state in order, depth 100: what the node did before);
+3. the dynamics service node.
 
-This process feeds joint states at ``--rate`` Hz to the relay and to the feed-forward node in
-interleaved rounds (``--rounds``, ``--duration`` s in all for each, so both see the same machine
-load) and receives the outputs: latency = receive time − the joint state's stamp (system clock, same
-machine; the node copies the stamp onto ``feedforward/efforts``). Then ``--calls`` sequential calls of
-the D/h/c service and of the relay's empty service, interleaved likewise.
+For each condition (``quiet``; ``loaded``: a busy loop pinned to one of the cores for the whole
+condition) this process feeds joint states at ``--rate`` Hz to the relay and to each feed-forward
+node in interleaved rounds (so all see the same machine) and receives their outputs: latency =
+receive time − the joint state's stamp (system clock; the nodes copy the stamp of the state they
+answer onto ``feedforward/efforts``), i.e. the age of the answered state when its answer arrives.
+Accounting per node: sent = answered + skipped (the node's own ``joint_states_skipped`` counter, from
+DDS publication sequence numbers) + unaccounted (states lost without being counted; should be 0).
+Below each node, from its diagnostics: the age of the answered state at the answer, its compute
+and its whole callback per state; the relay's own time per message. Then (quiet) ``--calls``
+sequential calls of the D/h/c service and of the relay's empty service, interleaved.
 
-Prints one table with p50/p99/max, drops and the ratio to the bare node; below each stream, the
-nodes' own time per message from their diagnostics, the relay's (callback entry to after its
-publish) as the reference: the feed-forward node's compute, its DDS writes and its whole callback.
-Targets: p99 ≤ 1 ms, zero drops, ≤ 1.5× the relay; D/h/c round trip p99 ≤ 2 ms.
+Targets: feed-forward p99 ≤ 1.0× the relay's (quiet) and ≤ 1.3× (loaded); age of the answered state
+p99 ≤ 5 ms loaded; every skipped state counted (unaccounted 0); compute ≤ 50 µs mean.
 """
 
 from __future__ import annotations
@@ -154,68 +161,80 @@ def wait_for(predicate: Any, what: str, timeout: float = 60.0) -> None:
     raise RuntimeError(f"timed out waiting for {what}")
 
 
-def stream(
-    node: Any, input_topic: str, output_topic: str, duration: float, rate: float, names: list[str]
-) -> dict[str, Any]:
-    """Publish joint states at ``rate`` and time the outputs; returns latencies (µs) and counts."""
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
+class Stream:
+    """Joint states at ``rate`` into one node, its answers timed; one publisher and subscription for
+    the whole run, so that the node's sequence-number baseline (its first sample from this publisher)
+    is set once. Accounting starts at the first answered state: states published before the node's
+    reader had matched the publisher (discovery completes on each side separately) never reached it."""
 
-    from robot_dynamics.ros.messages import ns_to_stamp, stamp_to_ns
+    def __init__(self, node: Any, input_topic: str, output_topic: str, rate: float, names: list[str]) -> None:
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import JointState
 
-    # deep queues on the benchmark's side: drops counted are the nodes' (their depth-10 readers)
-    deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        from robot_dynamics.ros.messages import stamp_to_ns
 
-    latencies: list[float] = []
-    received: set[int] = set()
-    lock = threading.Lock()
-    measuring = threading.Event()
+        self.rate = rate
+        deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)  # what is lost is the node's
+        self.latencies: list[float] = []
+        self.received: set[int] = set()
+        self.first_answer: int | None = None
+        self.last_output = time.monotonic()
+        self.lock = threading.Lock()
+        self.measuring = threading.Event()
 
-    def on_output(msg: Any) -> None:
-        now = time.time_ns()
-        stamp = stamp_to_ns(msg.header.stamp)
-        if measuring.is_set():
-            with lock:
-                latencies.append((now - stamp) * 1e-3)
-                received.add(stamp)
+        def on_output(msg: Any) -> None:
+            now = time.time_ns()
+            stamp = stamp_to_ns(msg.header.stamp)
+            with self.lock:
+                self.received.add(stamp)
+                self.last_output = time.monotonic()
+                self.first_answer = stamp if self.first_answer is None else self.first_answer
+                if self.measuring.is_set():
+                    self.latencies.append((now - stamp) * 1e-3)
 
-    sub = node.create_subscription(JointState, output_topic, on_output, deep)
-    pub = node.create_publisher(JointState, input_topic, deep)
-    wait_for(lambda: pub.get_subscription_count() >= 1 and sub.get_publisher_count() >= 1, f"{output_topic}")
-    rng = np.random.default_rng(1)
-    states = rng.uniform(-1.0, 1.0, (1000, 2, len(names)))
-    msg = JointState()
-    msg.name = list(names)
+        self.sub = node.create_subscription(JointState, output_topic, on_output, deep)
+        self.pub = node.create_publisher(JointState, input_topic, deep)
+        wait_for(lambda: self.pub.get_subscription_count() >= 1 and self.sub.get_publisher_count() >= 1, output_topic)
+        self.states = np.random.default_rng(1).uniform(-1.0, 1.0, (1000, 2, len(names)))
+        self.msg = JointState()
+        self.msg.name = list(names)
 
-    def run(seconds: float) -> int:
-        period = 1.0 / rate
+    def _run(self, seconds: float) -> list[int]:
+        from robot_dynamics.ros.messages import ns_to_stamp
+
+        period, sent = 1.0 / self.rate, []
         t0 = time.perf_counter()
-        k = 0
-        end = t0 + seconds
-        while True:
-            target = t0 + k * period
-            if target >= end:
-                return k
+        while (target := t0 + len(sent) * period) < t0 + seconds:
             delay = target - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
-            q, qd = states[k % len(states)]
-            msg.position = q.tolist()
-            msg.velocity = qd.tolist()
-            msg.header.stamp = ns_to_stamp(time.time_ns())
-            pub.publish(msg)
-            k += 1
+            q, qd = self.states[len(sent) % len(self.states)]
+            self.msg.position, self.msg.velocity = q.tolist(), qd.tolist()
+            stamp = time.time_ns()
+            self.msg.header.stamp = ns_to_stamp(stamp)
+            self.pub.publish(self.msg)
+            sent.append(stamp)
+        return sent
 
-    run(0.5)  # warm-up (discovery settled, caches hot)
-    time.sleep(0.2)
-    measuring.set()
-    sent = run(duration)
-    safe_wait(lambda: len(received) >= sent, timeout=3.0)  # stragglers; what never comes is dropped
-    measuring.clear()
-    node.destroy_subscription(sub)
-    node.destroy_publisher(pub)
-    with lock:
-        return {"lat": list(latencies), "sent": sent, "received": len(received)}
+    def round(self, duration: float) -> dict[str, Any]:
+        """Latencies (µs) of the answers after a 0.5 s warm-up; states sent and answered (warm-up included)."""
+        with self.lock:
+            self.latencies = []
+        sent = self._run(0.5)  # warm-up (discovery settled, caches hot)
+        time.sleep(0.2)
+        self.measuring.set()
+        sent += self._run(duration)
+        # stragglers: until every state is answered or no answer came for 0.5 s (skipped states never come)
+        safe_wait(lambda: self.received.issuperset(sent) or time.monotonic() - self.last_output > 0.5, timeout=5.0)
+        self.measuring.clear()
+        with self.lock:
+            first = self.first_answer if self.first_answer is not None else max(sent) + 1
+            counted = [s for s in sent if s >= first]
+            return {
+                "lat": list(self.latencies),
+                "sent": len(counted),
+                "received": len(self.received.intersection(counted)),
+            }
 
 
 def service_round_trips(node: Any, name: str, calls: int, n: int) -> list[float]:
@@ -250,16 +269,35 @@ def safe_wait(predicate: Any, timeout: float) -> None:
         wait_for(predicate, "", timeout)
 
 
+def cpu_hog(seconds: float) -> subprocess.Popen[bytes]:
+    """A busy loop on one core (the load of the 'loaded' rows), ending by itself after ``seconds``."""
+    code = (
+        "import os, time\n"
+        "os.sched_setaffinity(0, {0})\n"
+        f"end = time.monotonic() + {seconds}\n"
+        "while time.monotonic() < end:\n    pass\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def latest_value(reports: list[dict[str, str]], key: str) -> int:
+    return int(reports[-1].get(key, "0")) if reports else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="mode")
     relay = sub.add_parser("relay", help="(internal) run the bare relay node")
     relay.add_argument("--ns", required=True)
-    parser.add_argument("--duration", type=float, default=30.0, help="seconds of joint states per node")
+    parser.add_argument("--duration", type=float, default=12.0, help="seconds of joint states per node and condition")
     parser.add_argument("--rate", type=float, default=1000.0, help="joint_states rate, Hz")
-    parser.add_argument("--calls", type=int, default=2000, help="service calls per service")
+    parser.add_argument("--calls", type=int, default=2000, help="service calls per service (quiet)")
     parser.add_argument("--robot", default="puma560")
-    parser.add_argument("--rounds", type=int, default=6, help="interleaved rounds (relay, node, relay, ...)")
+    parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds (relay, nodes, relay, ...)")
+    parser.add_argument(
+        "--qos", default="latest,reliable", help="feed-forward nodes to compare, by joint_states_qos (comma-separated)"
+    )
+    parser.add_argument("--conditions", default="quiet,loaded", help="quiet and/or loaded (a busy loop on one core)")
     args = parser.parse_args(argv)
     if args.mode == "relay":
         return run_relay(args.ns)
@@ -268,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["ROS_DOMAIN_ID"] = str(reserve_domain_id())
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
 
@@ -276,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     model = load_robot(args.robot)
     names = model.joint_names
     ns = f"/bench_{os.getpid()}"
+    variants = [q.strip() for q in args.qos.split(",") if q.strip()]
     rclpy.init()
     node = Node("bench_driver", namespace=ns)
     executor = SingleThreadedExecutor()
@@ -283,10 +323,10 @@ def main(argv: list[str] | None = None) -> int:
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
     rows: list[tuple[str, dict[str, float], str]] = []
-    from diagnostic_msgs.msg import DiagnosticArray
 
-    own: dict[str, list[dict[str, str]]] = {"ff": [], "relay": []}
-    diag_names = {f"robot_dynamics: {ns}/feedforward_node": "ff", f"bare relay: {ns}": "relay"}
+    own: dict[str, list[dict[str, str]]] = {"relay": [], **{q: [] for q in variants}}
+    diag_names = {f"robot_dynamics: {ns}/{q}/feedforward_node": q for q in variants}
+    diag_names[f"bare relay: {ns}"] = "relay"
 
     def on_diagnostics(msg: Any) -> None:
         for s in msg.status:
@@ -294,74 +334,138 @@ def main(argv: list[str] | None = None) -> int:
                 own[diag_names[s.name]].append({kv.key: kv.value for kv in s.values})
 
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
-    ros_args = ["--ros-args", "-r", f"__ns:={ns}", "-p", f"robot_config:={args.robot}"]
-    processes = [
-        start([sys.executable, str(Path(__file__).resolve()), "relay", "--ns", ns]),
-        start([executable_path("feedforward_node"), *ros_args]),
-        start([executable_path("dynamics_service_node"), *ros_args]),
-    ]
-    try:
-        # interleaved rounds, so both see the same machine (its load drifts on a shared host)
-        results = {"relay": {"lat": [], "sent": 0, "received": 0}, "ff": {"lat": [], "sent": 0, "received": 0}}
-        targets = {"relay": ("relay/joint_states", "relay/efforts"), "ff": ("joint_states", "feedforward/efforts")}
-        for _ in range(args.rounds):
-            for key, (topic_in, topic_out) in targets.items():
-                r = stream(node, topic_in, topic_out, args.duration / args.rounds, args.rate, names)
-                results[key]["lat"] += r["lat"]
-                results[key]["sent"] += r["sent"]
-                results[key]["received"] += r["received"]
-        for key, label in (
-            ("relay", f"bare rclpy relay, joint_states → JointState, {args.rate:.0f} Hz × {args.duration:.0f} s"),
-            ("ff", f"feedforward_node ({args.robot}, friction on), joint_states → torques, same stream"),
-        ):
-            r = results[key]
-            rows.append((label, stats(r["lat"]), f"sent {r['sent']}, dropped {r['sent'] - r['received']}"))
-        # the nodes' own time per message (their 1 s diagnostics summaries while streaming): the
-        # relay's is one publish() of the JointState it received; the feed-forward node's compute
-        # (matching + law), its DDS writes (two outputs) and the two together
-        for key, series, label in (
-            ("relay", "compute", "  bare relay's own time per message (publish(); p50 = median of its 1 s means)"),
-            ("ff", "compute", "  feedforward_node's own compute per message (diagnostics compute_*: matching + law)"),
-            ("ff", "publish", "  feedforward_node's DDS writes per message (publish_*: outputs with a subscriber)"),
-            ("ff", "callback", "  feedforward_node's whole callback per message (callback_*)"),
-        ):
-            busy = [d for d in own[key] if float(d.get("rate_hz", "0")) > 0.5 * args.rate and f"{series}_mean_us" in d]
-            if busy:
-                measured = {
-                    "p50": float(np.median([float(d[f"{series}_mean_us"]) for d in busy])),
-                    "p99": float(np.median([float(d[f"{series}_p99_us"]) for d in busy])),
-                    "max": float(max(float(d[f"{series}_max_us"]) for d in busy)),
-                }
-                rows.append((label, measured, ""))
-        bare_calls: list[float] = []
-        dhc_calls: list[float] = []
-        for _ in range(args.rounds):
-            bare_calls += service_round_trips(node, "bare_coefficients", args.calls // args.rounds, len(names))
-            dhc_calls += service_round_trips(node, "get_dynamics_coefficients", args.calls // args.rounds, len(names))
-        rows.append(
-            (f"bare rclpy service, empty GetDynamicsCoefficients, {len(bare_calls)} calls", stats(bare_calls), "")
+    processes = [start([sys.executable, str(Path(__file__).resolve()), "relay", "--ns", ns])]
+    for q in variants:
+        ros_args = ["--ros-args", "-r", f"__ns:={ns}/{q}", "-p", f"robot_config:={args.robot}"]
+        processes.append(start([executable_path("feedforward_node"), *ros_args, "-p", f"joint_states_qos:={q}"]))
+    processes.append(
+        start(
+            [
+                executable_path("dynamics_service_node"),
+                "--ros-args",
+                "-r",
+                f"__ns:={ns}",
+                "-p",
+                f"robot_config:={args.robot}",
+            ]
         )
-        rows.append((f"get_dynamics_coefficients D/h/c ({args.robot}), {len(dhc_calls)} calls", stats(dhc_calls), ""))
+    )
+    targets = {"relay": ("relay/joint_states", "relay/efforts")}
+    targets.update({q: (f"{q}/joint_states", f"{q}/feedforward/efforts") for q in variants})
+    try:
+        streams = {
+            key: Stream(node, topic_in, topic_out, args.rate, names) for key, (topic_in, topic_out) in targets.items()
+        }
+        for condition in [c.strip() for c in args.conditions.split(",") if c.strip()]:
+            hog = cpu_hog(args.duration * len(targets) * 1.5 + 30) if condition == "loaded" else None
+            try:
+                time.sleep(0.5)
+                results = {key: {"lat": [], "sent": 0, "received": 0} for key in targets}
+                marks = {key: len(own[key]) for key in targets}
+                skipped_before = {q: latest_value(own[q], "joint_states_skipped") for q in variants}
+                for _ in range(args.rounds):
+                    for key in targets:
+                        r = streams[key].round(args.duration / args.rounds)
+                        for field in ("lat",):
+                            results[key][field] += r[field]
+                        results[key]["sent"] += r["sent"]
+                        results[key]["received"] += r["received"]
+                time.sleep(1.2)  # one more diagnostics period: the counters after the last stream
+            finally:
+                if hog is not None:
+                    hog.kill()
+                    hog.wait()
+            r = results["relay"]
+            rows.append(
+                (
+                    f"[{condition}] bare rclpy relay, joint_states → JointState, {args.rate:.0f} Hz",
+                    stats(r["lat"]),
+                    f"sent {r['sent']}, answered {r['received']}, lost {r['sent'] - r['received']}",
+                )
+            )
+            for q in variants:
+                r = results[q]
+                skipped = latest_value(own[q], "joint_states_skipped") - skipped_before[q]
+                unaccounted = r["sent"] - r["received"] - skipped
+                rows.append(
+                    (
+                        f"[{condition}] feedforward_node, joint_states_qos {q} ({args.robot}, friction on)",
+                        stats(r["lat"]),
+                        f"sent {r['sent']}, answered {r['received']}, skipped (counted) {skipped}, "
+                        f"unaccounted {unaccounted}",
+                    )
+                )
+                reports = own[q][marks[q] :]
+                busy = [d for d in reports if float(d.get("rate_hz", "0")) > 0.3 * args.rate]
+                for series, label in (
+                    ("state_age", "age of the answered state at the answer (diagnostics state_age_*)"),
+                    ("compute", "compute per joint state (diagnostics compute_*: matching + law)"),
+                    ("callback", "whole callback per joint state (diagnostics callback_*)"),
+                ):
+                    with_series = [d for d in busy if f"{series}_mean_us" in d]
+                    if with_series:
+                        rows.append(
+                            (
+                                f"  {q}: {label}",
+                                {
+                                    "p50": float(np.median([float(d[f"{series}_mean_us"]) for d in with_series])),
+                                    "p99": float(np.median([float(d[f"{series}_p99_us"]) for d in with_series])),
+                                    "max": float(max(float(d[f"{series}_max_us"]) for d in with_series)),
+                                },
+                                "p50 column = median of the 1 s means",
+                            )
+                        )
+            relay_own = [d for d in own["relay"][marks["relay"] :] if float(d.get("rate_hz", "0")) > 0.3 * args.rate]
+            if relay_own:
+                rows.append(
+                    (
+                        "  bare relay: its own time per message (publish())",
+                        {
+                            "p50": float(np.median([float(d["compute_mean_us"]) for d in relay_own])),
+                            "p99": float(np.median([float(d["compute_p99_us"]) for d in relay_own])),
+                            "max": float(max(float(d["compute_max_us"]) for d in relay_own)),
+                        },
+                        "p50 column = median of the 1 s means",
+                    )
+                )
+        if args.calls > 0:
+            bare_calls: list[float] = []
+            dhc_calls: list[float] = []
+            for _ in range(args.rounds):
+                bare_calls += service_round_trips(node, "bare_coefficients", args.calls // args.rounds, len(names))
+                dhc_calls += service_round_trips(
+                    node, "get_dynamics_coefficients", args.calls // args.rounds, len(names)
+                )
+            rows.append(
+                (
+                    f"[quiet] bare rclpy service, empty GetDynamicsCoefficients, {len(bare_calls)} calls",
+                    stats(bare_calls),
+                    "",
+                )
+            )
+            rows.append(
+                (
+                    f"[quiet] get_dynamics_coefficients D/h/c ({args.robot}), {len(dhc_calls)} calls",
+                    stats(dhc_calls),
+                    "",
+                )
+            )
     finally:
         for proc in processes:
             stop(proc)
         executor.shutdown()
+        spinner.join(5.0)
         node.destroy_node()
         rclpy.try_shutdown()
 
     print(f"\nROS 2 interface benchmark ({os.cpu_count()} cores, ROS_DOMAIN_ID {os.environ['ROS_DOMAIN_ID']})\n")
-    print("| measurement | p50 (µs) | p99 (µs) | max (µs) | p99 / bare | notes |")
+    print("| measurement | p50 (µs) | p99 (µs) | max (µs) | p99 / relay's | notes |")
     print("|---|---|---|---|---|---|")
-    reference, own_reference = rows[0][1], None  # indented rows (own times) compare to the relay's own
+    reference: dict[str, float] | None = None
     for label, s, notes in rows:
-        indented = label.startswith("  ")
-        if label.lstrip().startswith("bare"):
-            if indented:
-                own_reference = s
-            else:
-                reference = s
-        base = own_reference if indented else reference
-        ratio = "" if base is None else f"{s['p99'] / base['p99']:.2f}"
+        if "bare" in label and not label.startswith("  "):
+            reference = s
+        ratio = "" if reference is None or label.startswith("  ") else f"{s['p99'] / reference['p99']:.2f}"
         print(f"| {label} | {s['p50']:.0f} | {s['p99']:.0f} | {s['max']:.0f} | {ratio} | {notes} |")
     return 0
 

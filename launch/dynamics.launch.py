@@ -1,82 +1,40 @@
 """Feed-forward torque node + dynamics service node (ROS 2 Jazzy / Kilted).
 
-    ros2 launch robot_dynamics dynamics.launch.py robot_config:=puma560 friction:=true namespace:=arm
-    ros2 launch robot_dynamics dynamics.launch.py urdf:=/path/to/robot.urdf
+    ros2 launch robot_dynamics dynamics.launch.py robot_config:=puma560 namespace:=arm
+    ros2 launch robot_dynamics dynamics.launch.py urdf:=/path/to/robot.urdf.xacro xacro_args:="arm_id:=fr3"
     ros2 launch robot_dynamics dynamics.launch.py urdf:=panda.urdf tip_link:=panda_hand_tcp \
-        locked_joints:=panda_finger_joint1,panda_finger_joint2 joint_map:=fer_joint1=panda_joint1,...
+        locked_joints:=panda_finger_joint1,panda_finger_joint2 commands_topic:=/effort_controller/commands
+    ros2 launch robot_dynamics dynamics.launch.py params_file:=mine.yaml use_sim_time:=true log_level:=debug
 
-Arguments: ``robot_config`` (bundled robot name or DH YAML path), ``urdf`` (URDF file, preferred when
-given), ``base_link``/``tip_link`` (the chain), ``locked_joints`` (``NAME=POS,NAME``: joints made
-rigid), ``joint_map`` (``TOPIC_NAME=MODEL_NAME,...``: the nodes use the topic names), ``friction``
-(true/false), ``namespace``, ``params_file`` (node parameters, default
-``config/robot_dynamics.yaml``), ``use_robot_description_topic`` (take the URDF from the
-``robot_description`` topic instead). Without launch_ros, ``robot_dynamics_bringup`` starts the same
-nodes with the same parameter file.
+Arguments (``ros2 launch robot_dynamics dynamics.launch.py --show-args``):
+``robot_config``, ``urdf`` (``.urdf`` or ``.xacro``, preferred when given) and ``xacro_args``,
+``base_link``/``tip_link``, ``locked_joints``, ``joint_map``, ``friction``, ``use_sim_time``,
+``use_robot_description_topic``, ``log_level``, ``commands_topic``, ``namespace``, ``params_file``.
+An argument that sets a node parameter overrides ``params_file`` only when given. Every node is
+required: a node that fails ends the launch with a non-zero status. Without launch_ros,
+``robot_dynamics_bringup`` takes the same ``NAME:=VALUE`` arguments and starts the same nodes.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from launch import LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
 
-from robot_dynamics.ros.launch_support import default_params_file, parse_bool, robot_parameters
-
-ARGUMENTS = {
-    "robot_config": ("", "bundled robot name or DH YAML path (empty = the default robot, puma560)"),
-    "urdf": ("", "URDF file of the robot (used instead of robot_config when given)"),
-    "base_link": ("", "first link of the chain (empty = the model's root)"),
-    "tip_link": ("", "last link of the chain (empty = the model's tip)"),
-    "locked_joints": ("", "joints made rigid, NAME=POSITION,NAME (rad or m; NAME alone = 0)"),
-    "joint_map": ("", "topic joint names of model joints, TOPIC_NAME=MODEL_NAME,..."),
-    "friction": ("true", "friction compensation on/off"),
-    "namespace": ("", "namespace of the nodes"),
-    "params_file": (default_params_file(), "node parameter file"),
-    "use_robot_description_topic": ("false", "take the URDF from the robot_description topic"),
-}
+from robot_dynamics.ros.launch_actions import node_actions, resolved_arguments
+from robot_dynamics.ros.launch_support import DYNAMICS_ARGUMENTS, dynamics_nodes
 
 
-def dynamics_nodes(context: LaunchContext) -> list[Node]:
-    arg = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
-    shared = robot_parameters(
-        arg["robot_config"],
-        arg["urdf"],
-        arg["friction"],
-        arg["base_link"],
-        arg["tip_link"],
-        arg["locked_joints"],
-        arg["joint_map"],
-    )
-    if parse_bool(arg["use_robot_description_topic"], "use_robot_description_topic"):
-        shared.pop("robot_description", None)
-        shared["use_robot_description_topic"] = True
-    params = [arg["params_file"], shared]
-    return [
-        Node(
-            package="robot_dynamics",
-            executable="feedforward_node",
-            name="feedforward_node",
-            namespace=arg["namespace"],
-            parameters=params,
-            output="screen",
-        ),
-        Node(
-            package="robot_dynamics",
-            executable="dynamics_service_node",
-            name="dynamics_service_node",
-            namespace=arg["namespace"],
-            parameters=params,
-            output="screen",
-        ),
-    ]
+def dynamics_entities(context: LaunchContext) -> list[Any]:
+    return node_actions(dynamics_nodes(resolved_arguments(context, DYNAMICS_ARGUMENTS)))
 
 
 def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
             DeclareLaunchArgument(name, default_value=value, description=text)
-            for name, (value, text) in ARGUMENTS.items()
+            for name, (value, text) in DYNAMICS_ARGUMENTS.items()
         ]
-        + [OpaqueFunction(function=dynamics_nodes)]
+        + [OpaqueFunction(function=dynamics_entities)]
     )

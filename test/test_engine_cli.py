@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import re
@@ -115,8 +116,22 @@ def test_info_json_matches_the_model(capsys: pytest.CaptureFixture[str]) -> None
     assert [j["mass"] for j in out["joints"]] == [j.link.mass for j in model.joints]
     assert np.allclose(out["named_poses"]["qn"], model.named_poses["qn"])
     assert out["joints"][1]["motor"]["gear_ratio"] == model.joints[1].motor.gear_ratio  # type: ignore[union-attr]
+    assert out["joints"][0]["motor"]["coulomb"] == list(model.joints[0].motor.coulomb)  # type: ignore[union-attr]
     listing = _json(capsys, ["info", "--list", "--json"])
     assert "puma560_modified" in listing["robots"] and listing["default"] == "puma560"
+
+
+@pytest.mark.parametrize("robot", ["puma560", "puma560_modified"])
+def test_info_json_gives_every_friction_parameter_as_numbers(robot: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Numbers, not the text table's rounded strings: every JointFriction field (bearing and
+    transmission blocks of the thesis PUMA included) and the smoothing velocity the nodes use."""
+    model = rd.load_robot(robot)
+    out = _json(capsys, ["info", robot, "--json"])
+    for joint, given in zip(model.joints, out["joints"], strict=True):
+        expected = json.loads(json.dumps(dataclasses.asdict(joint.friction)))  # tuples as lists
+        assert given["friction"] == expected, joint.name
+        assert given["friction"]["smoothing_velocity"] == joint.friction.smoothing_velocity > 0
+    assert any(j["friction"]["bearing"] for j in out["joints"]) == (robot == "puma560_modified")
 
 
 ROBOT_COMMANDS = (

@@ -75,7 +75,11 @@ def by_stamp(messages: list[Any]) -> dict[int, Any]:
 def test_feedforward_node_with_a_joint_map_answers_renamed_joint_states(context: Any, ros: tuple[Spinner, str]) -> None:
     spinner, ns = ros
     node = spinner.add(
-        FeedforwardNode(namespace=ns, context=context, parameter_overrides=overrides(joint_map=JOINT_MAP))
+        FeedforwardNode(
+            namespace=ns,
+            context=context,
+            parameter_overrides=overrides(joint_map=JOINT_MAP, joint_states_qos="reliable"),  # every state answered
+        )
     )
     assert isinstance(node, FeedforwardNode)
     client = spinner.add(client_node(context, ns, "jm_client_"))

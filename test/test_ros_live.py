@@ -96,6 +96,8 @@ def by_stamp(messages: list[Any]) -> dict[int, Any]:
 
 def start_feedforward(context: Any, spinner: Spinner, ns: str, **params: Any) -> FeedforwardNode:
     overrides = [Parameter("robot_config", value="puma560"), Parameter("diagnostics_period", value=0.2)]
+    # every state answered in order: these tests publish bursts and check each answer (latest: test_ros_intake.py)
+    overrides += [Parameter("joint_states_qos", value="reliable")]
     overrides += [Parameter(k, value=v) for k, v in params.items()]
     return spinner.add(FeedforwardNode(namespace=ns, context=context, parameter_overrides=overrides))  # type: ignore[return-value]
 

@@ -198,7 +198,7 @@ def test_a_missing_answer_is_counted_and_the_command_held(context: Any, ros: tup
     assert sim.set_parameters([Parameter("command_timeout", value=0.002)])[0].successful
     wait_until(lambda: not sim.applied.any(), "the stale command to time out")
     refused = sim.set_parameters([Parameter("lockstep_timeout", value=-1.0)])[0]
-    assert not refused.successful and "lockstep_timeout: expected a finite number of seconds > 0" in refused.reason
+    assert not refused.successful and "lockstep_timeout: must be a finite number > 0 s" in refused.reason
     assert not sim.set_parameters([Parameter("engine", value="model")])[0].successful  # read-only
 
 

@@ -159,10 +159,36 @@ def _motor_json(m: Any) -> dict[str, Any]:
     return {"inertia": m.inertia, "gear_ratio": m.gear_ratio, "viscous": m.viscous, "coulomb": list(m.coulomb)}
 
 
+def _friction_json(joint: Joint) -> dict[str, Any]:
+    """Every joint-side friction parameter as numbers (SI, joint side), the same fields as the model's
+    ``JointFriction``: ``static`` and the blocks ``null`` when absent; ``smoothing_velocity`` is the
+    width of the smooth (tanh) compensation the nodes use."""
+    f = joint.friction
+    b, t = f.bearing, f.transmission
+    return {
+        "viscous": float(f.viscous),
+        "coulomb": [float(v) for v in f.coulomb],
+        "static": None if f.static is None else [float(v) for v in f.static],
+        "stribeck_velocity": float(f.stribeck_velocity),
+        "smoothing_velocity": float(f.smoothing_velocity),
+        "bearing": None
+        if b is None
+        else {"kind": b.kind, "mu": float(b.mu), "radius": float(b.radius), "spacing": float(b.spacing)},
+        "transmission": None
+        if t is None
+        else {
+            "efficiency": [[float(x), float(eta)] for x, eta in t.efficiency],
+            "breakaway": float(t.breakaway),
+            "max_torque": float(t.max_torque),
+        },
+    }
+
+
 def as_json(model: RobotModel) -> dict[str, Any]:
     """What ``robot-dynamics info --json`` prints: SI units (rad, m, kg), ``com`` in the joint frame
     ``F_i`` (the model's frame; ``info`` prints DH frame ``i`` for DH robots), limits ``null`` when
-    infinite or continuous."""
+    infinite or continuous, joint friction as numbers (every ``JointFriction`` field, the smoothing
+    velocity of the nodes' smooth compensation included)."""
 
     def finite(value: float) -> float | None:
         return float(value) if math.isfinite(value) else None
@@ -181,15 +207,8 @@ def as_json(model: RobotModel) -> dict[str, Any]:
                 "link": j.link_name,
                 "mass": float(j.link.mass),
                 "com": j.link.com.tolist(),
-                "motor": None
-                if m is None
-                else {
-                    "inertia": m.inertia,
-                    "gear_ratio": m.gear_ratio,
-                    "viscous": m.viscous,
-                    "coulomb": list(m.coulomb),
-                },
-                "friction": _friction_text(j),
+                "motor": None if m is None else _motor_json(m),
+                "friction": _friction_json(j),
             }
         )
     return {

@@ -1,14 +1,20 @@
-"""``robot_dynamics_bringup``: the launch files' nodes composed in one process (no ``launch_ros`` needed).
+"""``robot_dynamics_bringup``: the launch files' nodes in one process (no ``launch_ros`` needed).
 
-    robot_dynamics_bringup [--simulator] [--no-feedforward] [--no-service] \\
-        [--ros-args --params-file config/robot_dynamics.yaml -p robot_config:=stanford -r __ns:=/arm]
+    robot_dynamics_bringup [--simulator] [--no-feedforward] [--no-service] [NAME:=VALUE ...] \\
+        [--ros-args -p robot_config:=stanford -r __ns:=/arm ...]
 
-Starts the feed-forward node and the dynamics service node (``launch/dynamics.launch.py``); with
-``--simulator`` also the simulator, its ``commands`` input remapped to ``feedforward/commands`` so the
-feed-forward torques drive it and its ``joint_states`` feed the feed-forward node
-(``launch/simulation.launch.py``). ``--ros-args`` apply to every node as with ``ros2 run``: parameter
-files are keyed by node name (``/**/feedforward_node:``...), ``-p`` sets a parameter on all nodes,
-``-r __ns:=/ns`` puts them all in a namespace. Each node spins in its own executor thread.
+``NAME:=VALUE`` are the launch files' arguments (``robot_config:=``, ``urdf:=robot.urdf.xacro``,
+``friction:=``, ``use_sim_time:=``, ``log_level:=``, ``commands_topic:=``, ``params_file:=``, ...;
+:mod:`.launch_support`), turned into the same nodes, parameters and remappings as
+``launch/dynamics.launch.py`` starts (with ``--simulator``: ``launch/simulation.launch.py``, the
+simulator's ``commands`` input on the feed-forward output). As there, an argument that sets a
+parameter overrides the parameter file only when given, and a bad argument stops everything before
+any node starts (one line, exit status 2); a node that cannot start (bad robot, bad parameter, a
+malformed ``--ros-args`` parameter file) is one FATAL line and exit status 1.
+
+``--ros-args`` (after the ``NAME:=VALUE`` arguments) apply to every node as with ``ros2 run``: parameter
+files keyed by node name (``/**/feedforward_node:``...) on top of ``params_file``, ``-p`` for all
+nodes, ``-r __ns:=/ns`` for a namespace. Each node spins in its own executor thread.
 """
 
 from __future__ import annotations
@@ -16,48 +22,114 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from rclpy.utilities import remove_ros_args
+from rclpy.parameter import Parameter
 
+from robot_dynamics.ros.launch_support import (
+    DYNAMICS_ARGUMENTS,
+    PACKAGE,
+    LaunchArgumentError,
+    NodeSpec,
+    dynamics_nodes,
+    parse_assignments,
+    simulation_nodes,
+)
 from robot_dynamics.ros.process import NodeFactory, run_nodes
+
+PROG = "robot_dynamics_bringup"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="robot_dynamics_bringup",
+        prog=PROG,
         description="Start the robot_dynamics nodes in one process (what the launch files start). "
         "ROS arguments follow --ros-args.",
     )
     parser.add_argument("--simulator", action="store_true", help="also start the simulator, closing the loop")
     parser.add_argument("--no-feedforward", action="store_true", help="do not start the feed-forward node")
     parser.add_argument("--no-service", action="store_true", help="do not start the dynamics service node")
+    parser.add_argument(
+        "arguments",
+        nargs="*",
+        metavar="NAME:=VALUE",
+        help=f"launch arguments: {', '.join(DYNAMICS_ARGUMENTS)}; with --simulator also robot_state_publisher",
+    )
     return parser
 
 
-def node_factories(simulator: bool, feedforward: bool = True, service: bool = True) -> list[tuple[str, NodeFactory]]:
+def node_specs(
+    given: dict[str, str], simulator: bool, feedforward: bool = True, service: bool = True
+) -> list[NodeSpec]:
+    """The nodes the launch file would start for the arguments ``given`` (LaunchArgumentError if bad)."""
+    dynamics_given = {k: v for k, v in given.items() if k in DYNAMICS_ARGUMENTS or not simulator}
+    skip = {"feedforward_node": not feedforward, "dynamics_service_node": not service}
+    specs = [spec for spec in dynamics_nodes(dynamics_given) if not skip.get(spec.name, False)]
+    if simulator:
+        specs += simulation_nodes(given)
+    foreign = [spec.name for spec in specs if spec.package != PACKAGE]
+    if foreign:
+        raise LaunchArgumentError(f"{PROG} starts only robot_dynamics nodes, not {foreign}: use ros2 launch")
+    return specs
+
+
+def node_factory(spec: NodeSpec, context: Any = None) -> NodeFactory:
+    """The spec's node, built in this process: remappings as node arguments, the parameter values as
+    overrides (they win over every parameter file, as the launch file's do)."""
     from robot_dynamics.ros.feedforward_node import FeedforwardNode
     from robot_dynamics.ros.service_node import DynamicsServiceNode
     from robot_dynamics.ros.simulator_node import SimulatorNode
 
-    factories: list[tuple[str, NodeFactory]] = []
-    if feedforward:
-        factories.append(("feedforward_node", FeedforwardNode))
-    if service:
-        factories.append(("dynamics_service_node", DynamicsServiceNode))
-    if simulator:
-        remap = ["--ros-args", "-r", "commands:=feedforward/commands"]
-        factories.append(("simulator_node", lambda: SimulatorNode(cli_args=remap)))
-    return factories
+    cls: Any = {
+        "feedforward_node": FeedforwardNode,
+        "dynamics_service_node": DynamicsServiceNode,
+        "simulator_node": SimulatorNode,
+    }[spec.executable]
+    overrides = [
+        Parameter(name, value=value)
+        for values in spec.parameters
+        if isinstance(values, dict)
+        for name, value in values.items()
+    ]
+    remaps = [item for source, target in spec.remappings for item in ("-r", f"{source}:={target}")]
+    kwargs: dict[str, Any] = {"parameter_overrides": overrides}
+    if remaps:
+        kwargs["cli_args"] = ["--ros-args", *remaps]
+    if spec.namespace:
+        kwargs["namespace"] = spec.namespace
+    if context is not None:
+        kwargs["context"] = context
+    return lambda: cls(**kwargs)
+
+
+def init_arguments(specs: Sequence[NodeSpec], ros_args: Sequence[str], params_file: bool = True) -> list[str]:
+    """rclpy's arguments: the parameter file (when ``params_file``) and log level of the specs first,
+    so the user's own ``--ros-args`` come after, as they would on ``ros2 run``. Without a
+    ``params_file:=`` argument no file is passed: the nodes' defaults are the default file's values,
+    and its node-specific entries would otherwise take precedence over the user's ``-p``."""
+    files = sorted({p for spec in specs for p in spec.parameters if isinstance(p, str)}) if params_file else []
+    levels = sorted({spec.log_level for spec in specs if spec.log_level})
+    ours = [item for f in files for item in ("--params-file", f)] + [
+        item for level in levels for item in ("--log-level", level)
+    ]
+    return [PROG, *(["--ros-args", *ours] if ours else []), *ros_args]
 
 
 def main(args: Sequence[str] | None = None) -> int:
     argv = list(sys.argv if args is None else args)
-    options = build_parser().parse_args(remove_ros_args(argv)[1:])
-    factories = node_factories(options.simulator, not options.no_feedforward, not options.no_service)
-    if not factories:
-        print("robot_dynamics_bringup: nothing to start", file=sys.stderr)
+    split = argv.index("--ros-args") if "--ros-args" in argv else len(argv)
+    options = build_parser().parse_args(argv[1:split])
+    try:
+        given = parse_assignments(options.arguments, "launch arguments")
+        specs = node_specs(given, options.simulator, not options.no_feedforward, not options.no_service)
+    except LaunchArgumentError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    return run_nodes(factories, argv)
+    if not specs:
+        print(f"{PROG}: error: nothing to start", file=sys.stderr)
+        return 2
+    factories = [(spec.name, node_factory(spec)) for spec in specs]
+    return run_nodes(factories, init_arguments(specs, argv[split:], "params_file" in given))
 
 
 if __name__ == "__main__":

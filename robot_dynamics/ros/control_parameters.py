@@ -123,7 +123,7 @@ class ControlParameters:
         error = check(value)
         if error:
             raise StartupError(f"parameter {name}: {error}")
-        node._dynamic[name] = (check, lambda v: self._set_gains(name, v))
+        node.watch(name, check, lambda v: self._set_gains(name, v))
         self._gain_values[name] = value
 
     def _set_gains(self, name: str, value: Any) -> None:

@@ -3,7 +3,8 @@
 1. Offline evaluation of the sample bag (``data/puma560_sample``): inverse dynamics at the measured
    motion with and without friction vs the measured efforts; output bag, CSV, JSON.
 2. Start the nodes: ``robot_dynamics_bringup`` (feed-forward + dynamics service node) as a separate
-   process, on ``use_sim_time``, the feed-forward parameters given explicitly (:data:`NODE_PARAMETERS`).
+   process, on ``use_sim_time``, answering every joint state (``joint_states_qos: reliable``), the
+   feed-forward parameters given explicitly (:data:`NODE_PARAMETERS`).
 3. Replay the bag through them (original timing, ``/clock`` at bag time) and record their
    ``feedforward/efforts`` and ``feedforward/commands`` into a bag.
 4. Check the recorded torques against the offline feed-forward computation for the same messages
@@ -111,6 +112,9 @@ def start_nodes(
     # precedence over ``-p`` and could silently change what the check compares against.
     command += ["--ros-args", "-p", f"robot_config:={robot}"]
     command += ["-p", "use_sim_time:=true"]
+    # every joint state answered in order (the check compares every message; the default, latest,
+    # answers the newest state and skips a backlog on a busy machine)
+    command += ["-p", "joint_states_qos:=reliable"]
     # frequent /diagnostics: replay waits for them to report the recorders as matched (outputs_matched)
     command += ["-p", "diagnostics_period:=0.2"]
     for name, value in (NODE_PARAMETERS if parameters is None else parameters).items():

@@ -49,6 +49,7 @@ import time
 from typing import Any
 
 import numpy as np
+from rclpy.subscription import MessageInfo
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory
@@ -58,8 +59,10 @@ from robot_dynamics.errors import StateError
 from robot_dynamics.feedforward import FRICTION_VELOCITY_CHOICES, FeedforwardLaw, TrajectorySchedule
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.ros.control_parameters import ControlParameters
+from robot_dynamics.ros.intake import AgeWindow, SequenceGaps
 from robot_dynamics.ros.messages import (
     DATA_QOS,
+    QOS_CHOICES,
     StartupError,
     all_finite,
     as_double_array,
@@ -94,7 +97,14 @@ class FeedforwardNode(RobotNode):
             check_choice(FRICTION_VELOCITY_CHOICES),
             self._set_friction_velocity,
         )
-        self.declare("joint_states_qos", "reliable", "QoS of joint_states: reliable | sensor_data", read_only=True)
+        self.declare(
+            "joint_states_qos",
+            "latest",
+            "QoS of joint_states: latest (answer the newest state, count the skipped ones) | reliable (every "
+            "state in order, depth 100) | sensor_data (best effort)",
+            read_only=True,
+            check=check_choice(QOS_CHOICES),
+        )
         self.declare("publish_commands", True, "publish feedforward/commands", read_only=True)
         self.declare("publish_efforts", True, "publish feedforward/efforts", read_only=True)
         self.law: FeedforwardLaw | None = None
@@ -120,8 +130,10 @@ class FeedforwardNode(RobotNode):
             if self.param("publish_efforts")
             else None
         )
+        self.intake = SequenceGaps()
+        self.state_ages = AgeWindow()
         self.create_subscription(
-            JointState, "joint_states", self._on_joint_state, qos_from_name(str(self.param("joint_states_qos")))
+            JointState, "joint_states", self._on_joint_state_info, qos_from_name(str(self.param("joint_states_qos")))
         )
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, DATA_QOS)
         self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
@@ -203,6 +215,15 @@ class FeedforwardNode(RobotNode):
         )
 
     # -- joint states -----------------------------------------------------------------------------
+    def _on_joint_state_info(self, msg: JointState, info: MessageInfo) -> None:
+        """The intake: count the states skipped before this one (sequence numbers), answer it, and
+        record the age of the state answered (now − its publisher's timestamp)."""
+        self.intake.see(info)
+        published = self.stats.published
+        self._on_joint_state(msg)
+        if self.stats.published != published:
+            self.state_ages.record(time.time_ns() - int(info["source_timestamp"]))
+
     def _on_joint_state(self, msg: JointState) -> None:
         t0 = time.perf_counter()
         self.stats.received += 1
@@ -277,6 +298,8 @@ class FeedforwardNode(RobotNode):
 
     def diagnostic_values(self) -> list[tuple[str, str]]:
         return [
+            ("joint_states_skipped", str(self.intake.skipped)),
+            *((key, f"{value:.1f}") for key, value in self.state_ages.summary().items()),
             ("mode", "tracking" if self.schedule.active is not None else "holding"),
             ("friction", str(self.friction).lower()),
             ("smooth_friction", str(self.smooth).lower()),

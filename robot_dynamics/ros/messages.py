@@ -42,6 +42,9 @@ ROBOT_DESCRIPTION_QOS = QoSProfile(
 DATA_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 #: Best-effort variant for ``*_qos: sensor_data`` parameters.
 SENSOR_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
+#: ``*_qos: latest``: reliable, one sample kept: a newer state replaces one still waiting (see ``ros/intake.py``).
+LATEST_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+QOS_CHOICES = ("latest", "reliable", "sensor_data")
 
 
 class StartupError(RuntimeError):
@@ -57,11 +60,10 @@ def one_line(text: object) -> str:
 
 
 def qos_from_name(name: str) -> QoSProfile:
-    if name == "reliable":
-        return DATA_QOS
-    if name == "sensor_data":
-        return SENSOR_QOS
-    raise StartupError(f"QoS parameter must be 'reliable' or 'sensor_data', got {name!r}")
+    profiles = {"latest": LATEST_QOS, "reliable": DATA_QOS, "sensor_data": SENSOR_QOS}
+    if name not in profiles:
+        raise StartupError(f"QoS parameter must be one of {list(QOS_CHOICES)}, got {name!r}")
+    return profiles[name]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ robot description is bad); ``spin_nodes`` spins nodes in executor threads until 
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import threading
@@ -18,6 +19,7 @@ import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from rclpy.utilities import remove_ros_args
 
 from robot_dynamics.ros.messages import StartupError, one_line
 
@@ -29,6 +31,18 @@ NodeFactory = Callable[[], Node]
 
 def _fatal(name: str, message: str) -> None:
     rclpy.logging.get_logger(name).fatal(one_line(message))
+
+
+def ros_arguments(argv: Sequence[str]) -> list[str]:
+    """The arguments of ``argv`` that are not ROS arguments; StartupError (one line, without rcl's
+    source locations) when the ``--ros-args`` are malformed: a parameter file that does not parse or
+    does not exist, a dangling ``-p``. Checked before ``rclpy.init``, which would also log an extra
+    ``[ERROR] [rcl]: Failed to parse global arguments`` line."""
+    try:
+        return list(remove_ros_args(list(argv)))
+    except RuntimeError as exc:  # rclpy's RCLInvalidROSArgsError
+        text = re.sub(r",? at /\S+:\d+", "", one_line(exc)).rstrip(" ,.")
+        raise StartupError(f"bad --ros-args: {text.removeprefix('Failed to parse ROS arguments: ')}") from None
 
 
 def make_executor(context: rclpy.context.Context | None = None) -> SingleThreadedExecutor:
@@ -158,6 +172,7 @@ def run_nodes(factories: Sequence[tuple[str, NodeFactory]], args: Sequence[str] 
     nodes: list[Node] = []
     try:
         try:
+            ros_arguments(argv)
             rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
         except Exception as exc:  # rcl argument/parameter-file errors
             print(f"[FATAL] [{label}]: {one_line(exc)}", file=sys.stderr)

@@ -21,10 +21,8 @@ from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.clock import Clock, ClockType
-from rclpy.exceptions import ParameterUninitializedException
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
@@ -33,6 +31,14 @@ from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import RobotModel
 from robot_dynamics.models import DEFAULT_ROBOT, load_robot
 from robot_dynamics.ros.messages import ROBOT_DESCRIPTION_QOS, ComputeStats, StartupError, ThrottledWarnings, one_line
+from robot_dynamics.ros.parameters import (
+    CheckedParameterNode,
+    ParameterCheck,
+    check_bool,
+    check_choice,
+    check_non_negative,
+    check_positive,
+)
 from robot_dynamics.user_input import parse_joint_map, parse_locked_joints, renamed_model
 
 
@@ -87,24 +93,7 @@ def load_robot_model(
         raise StartupError(f"cannot use {what}: {one_line(exc)}") from None
 
 
-ParameterCheck = Callable[[Any], "str | None"]
-
-
-def check_bool(value: Any) -> str | None:
-    """A :data:`ParameterCheck` for bool parameters."""
-    return None if isinstance(value, bool) else f"expected a bool, got {value!r}"
-
-
-def check_choice(choices: tuple[str, ...]) -> ParameterCheck:
-    """A :data:`ParameterCheck` for a string parameter with a fixed set of values."""
-
-    def check(value: Any) -> str | None:
-        return None if value in choices else f"expected one of {list(choices)}, got {value!r}"
-
-    return check
-
-
-class RobotNode(Node):
+class RobotNode(CheckedParameterNode):
     """Base of the robot_dynamics nodes: robot parameters and loading, diagnostics, rejections.
 
     Subclasses declare their own parameters, create their interfaces, then call :meth:`start_robot`;
@@ -116,7 +105,6 @@ class RobotNode(Node):
         self.model: RobotModel | None = None
         self.backend = "python"
         self.stats = ComputeStats()
-        self._dynamic: dict[str, tuple[ParameterCheck, Callable[[Any], None]]] = {}
         self._model_lock = threading.Lock()
         self.declare("robot_description", "", "URDF XML of the robot (preferred over robot_config)", read_only=True)
         self.declare(
@@ -133,7 +121,12 @@ class RobotNode(Node):
             "robot_description parameter is empty",
             read_only=True,
         )
-        self.declare("robot_description_timeout", 0.0, "seconds to wait for the robot_description topic (0 = forever)")
+        self.declare(
+            "robot_description_timeout",
+            0.0,
+            "seconds to wait for the robot_description topic (0 = forever)",
+            check=check_non_negative("s"),
+        )
         self.declare("base_link", "", "first link of the chain (empty = the model's root)", read_only=True)
         self.declare("tip_link", "", "last link of the chain (empty = the model's tip)", read_only=True)
         self.declare_untyped(
@@ -157,44 +150,31 @@ class RobotNode(Node):
             "engine backend: native (the model's programs compiled to C once, cached; falls back to python "
             "with a warning when no C compiler is available) or python",
             read_only=True,
+            check=check_choice(("native", "python")),
         )
-        self.declare("diagnostics_period", 1.0, "seconds between diagnostic_msgs status messages", read_only=True)
-        self.declare("warning_period", 5.0, "seconds between repeated warnings of one kind", read_only=True)
+        self.declare(
+            "diagnostics_period",
+            1.0,
+            "seconds between diagnostic_msgs status messages",
+            read_only=True,
+            check=check_positive("s"),
+        )
+        self.declare(
+            "warning_period",
+            5.0,
+            "seconds between repeated warnings of one kind (0 = every one)",
+            read_only=True,
+            check=check_non_negative("s"),
+        )
         self.warnings = ThrottledWarnings(self.get_logger().warning, float(self.param("warning_period")))
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         # housekeeping on the steady clock: a node on use_sim_time reports and times out before /clock runs
         self.steady_clock = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(float(self.param("diagnostics_period")), self._publish_diagnostics, clock=self.steady_clock)
-        self.add_on_set_parameters_callback(self._check_parameters)
-        self.add_post_set_parameters_callback(self._apply_parameters)
         self._waiting_since = time.monotonic()
         self._description_sub: Any = None
         self._locks: dict[str, float] = {}
         self._joint_map: dict[str, str] = {}
-
-    # -- parameters -------------------------------------------------------------------------------
-    def declare(self, name: str, default: Any, description: str, *, read_only: bool = False) -> None:
-        self.declare_parameter(name, default, ParameterDescriptor(description=description, read_only=read_only))
-
-    def declare_untyped(self, name: str, description: str) -> None:
-        """A read-only parameter that may be left unset (string arrays: ROS cannot type an empty list)."""
-        self.declare_parameter(
-            name, None, ParameterDescriptor(description=description, read_only=True, dynamic_typing=True)
-        )
-
-    def param(self, name: str) -> Any:
-        return self.get_parameter(name).value
-
-    def string_list_param(self, name: str) -> list[str]:
-        """A string-array parameter; a single string is split at commas; unset = empty."""
-        value = self.optional_param(name)
-        if value is None:
-            return []
-        if isinstance(value, str):
-            return [item for item in (part.strip() for part in value.split(",")) if item]
-        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            return list(value)
-        raise StartupError(f"parameter {name}: expected a string array such as ['a=b'], got {value!r}")
 
     def robot_options(self) -> tuple[dict[str, float], dict[str, str]]:
         """The ``locked_joints`` and ``joint_map`` parameters, parsed; StartupError if malformed."""
@@ -204,38 +184,6 @@ class RobotNode(Node):
         except RobotDynamicsError as exc:
             raise StartupError(str(exc)) from None
         return locks, mapping
-
-    def optional_param(self, name: str) -> Any:
-        """The value of a parameter declared without a default, or None when it was not set."""
-        try:
-            return self.get_parameter(name).value
-        except ParameterUninitializedException:
-            return None
-
-    def declare_dynamic(
-        self, name: str, default: Any, description: str, check: ParameterCheck, apply: Callable[[Any], None]
-    ) -> None:
-        """A parameter that may change at run time: ``check(value)`` returns an error or None."""
-        self.declare(name, default, description)
-        error = check(self.param(name))
-        if error:
-            raise StartupError(f"parameter {name}: {error}")
-        self._dynamic[name] = (check, apply)
-        apply(self.param(name))
-
-    def _check_parameters(self, params: list[Parameter[Any]]) -> SetParametersResult:
-        for p in params:
-            if p.name in self._dynamic:
-                error = self._dynamic[p.name][0](p.value)
-                if error:
-                    return SetParametersResult(successful=False, reason=f"{p.name}: {error}")
-        return SetParametersResult(successful=True)
-
-    def _apply_parameters(self, params: list[Parameter[Any]]) -> None:
-        for p in params:
-            if p.name in self._dynamic:
-                self._dynamic[p.name][1](p.value)
-                self.get_logger().info(f"parameter {p.name} = {p.value}")
 
     # -- robot ------------------------------------------------------------------------------------
     def start_robot(self) -> None:
@@ -295,8 +243,6 @@ class RobotNode(Node):
 
     def _set_model(self, model: RobotModel) -> None:
         backend = str(self.param("backend"))
-        if backend not in ("native", "python"):
-            raise StartupError(f"parameter backend: {backend!r} is not 'native' or 'python'")
         self.backend = prepare(model, backend)  # compiles (or loads from the cache) before any message
         with self._model_lock:
             self.on_model(model)
@@ -367,3 +313,14 @@ class RobotNode(Node):
         out = DiagnosticArray(status=[status])
         out.header.stamp = self.get_clock().now().to_msg()
         self.diagnostics_pub.publish(out)
+
+
+__all__ = [
+    "ParameterCheck",
+    "RobotNode",
+    "check_bool",
+    "check_choice",
+    "check_non_negative",
+    "check_positive",
+    "load_robot_model",
+]

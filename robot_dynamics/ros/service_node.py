@@ -43,7 +43,7 @@ from robot_dynamics.ros.messages import (
 )
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
-from robot_dynamics.ros.robot_node import RobotNode, check_bool
+from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_positive
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
@@ -77,8 +77,12 @@ class DynamicsServiceNode(RobotNode):
             check_bool,
             self._set_smooth,
         )
-        self.declare("max_simulation_samples", 100000, "largest SimulateTrajectory output (samples)")
-        self.declare("max_simulation_duration", 600.0, "longest SimulateTrajectory duration (s)")
+        self.declare(
+            "max_simulation_samples", 100000, "largest SimulateTrajectory output (samples)", check=check_positive("")
+        )
+        self.declare(
+            "max_simulation_duration", 600.0, "longest SimulateTrajectory duration (s)", check=check_positive("s")
+        )
         self.calls: dict[str, int] = {}
         self.payload_switch = PayloadSwitch(self, self._install_payload_model, _warm_engine)
         self.start_robot()  # the model (and its native backend) before the services appear

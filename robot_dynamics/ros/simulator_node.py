@@ -65,22 +65,12 @@ from robot_dynamics.ros.messages import (
 )
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
-from robot_dynamics.ros.robot_node import RobotNode, check_bool
+from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_non_negative, check_positive
 from robot_dynamics.ros.simulator_plant import ExternalWrenchInput, declare_plant_parameters, plant_options
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
 ResetSimulation: Any = import_module("robot_dynamics_interfaces.srv").ResetSimulation
-
-
-def _positive(value: Any) -> str | None:
-    ok = isinstance(value, float) and np.isfinite(value) and value > 0.0
-    return None if ok else f"expected a finite number of seconds > 0, got {value!r}"
-
-
-def _not_negative(value: Any) -> str | None:
-    ok = isinstance(value, float) and np.isfinite(value) and value >= 0.0
-    return None if ok else f"expected a finite number of seconds >= 0, got {value!r}"
 
 
 class SimulatorNode(RobotNode):
@@ -103,16 +93,13 @@ class SimulatorNode(RobotNode):
         self.declare(
             "lockstep", False, "simulated time: publish /clock, step when each state is answered", read_only=True
         )
-        self.declare_dynamic(
-            "lockstep_timeout", 1.0, "lockstep: wall s to wait for an answer", _positive, lambda _: None
-        )
+        self.declare("lockstep_timeout", 1.0, "lockstep: wall s to wait for an answer", check=check_positive("s"))
         self.declare("wait_for_command", True, "hold the start state until the first command", read_only=True)
-        self.declare_dynamic(
+        self.declare(
             "command_timeout",
             0.0,
             "s after which a stale command becomes zero torque (0 = never)",
-            _not_negative,
-            lambda _: None,
+            check=check_non_negative("s"),
         )
         rate = float(self.param("rate"))
         if not (np.isfinite(rate) and rate > 0.0):
