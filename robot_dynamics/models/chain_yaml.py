@@ -54,8 +54,8 @@ import yaml
 from ..errors import ModelError
 from ..model import DHRow, DHTable, FloatArray, Inertial, Joint, JointFriction, Limits, Motor, RobotModel
 from ..model import dh_joint_frames as _dh_joint_frames
-from .provenance import read_provenance
 from .dh_yaml import _friction, _limits, _link, _motor, _pose, _Reader, read_yaml
+from .provenance import read_provenance
 from .validation import (
     inertia_triangle_problem,
     require_list,

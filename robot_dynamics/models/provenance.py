@@ -83,7 +83,9 @@ def read_provenance(data: object, source: str) -> Provenance | None:
     unknown = sorted(str(k) for k in block if k not in KEYS)
     if unknown:
         raise ModelError(source, f"provenance.{unknown[0]}", f"unknown key (expected one of {', '.join(KEYS)})")
-    text = {k: require_str(block[k], source, f"provenance.{k}") for k in ("robot", "base_link", "tip_link") if k in block}
+    text = {
+        k: require_str(block[k], source, f"provenance.{k}") for k in ("robot", "base_link", "tip_link") if k in block
+    }
     locks: dict[str, float] = {}
     for name, value in require_mapping(block.get("locked_joints", {}), source, "provenance.locked_joints").items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
