@@ -156,7 +156,8 @@ def stick_slip_record(
     omega = 2.0 * np.pi * rng.uniform(frequency[0], frequency[1], (2, n))
     phase = rng.uniform(0.0, 2.0 * np.pi, (2, n))
     weight = np.vstack([np.ones(n), rng.uniform(0.3, 0.7, n)])  # velocity amplitudes, scaled below
-    fine: FloatArray = np.linspace(0.0, float(t[-1]), 20 * (count - 1) + 1, dtype=np.float64)  # q: the velocity integrated finer
+    # q: the velocity integrated on a grid 20 times finer
+    fine: FloatArray = np.linspace(0.0, float(t[-1]), 20 * (count - 1) + 1, dtype=np.float64)
 
     def sines(time: FloatArray) -> tuple[FloatArray, FloatArray]:
         arg = time[:, None, None] * omega + phase  # (T, 2, n)
