@@ -4,7 +4,7 @@
       [--holdout 0.3] [--json REPORT.json] [--plot PNG] [--jobs N] [--scheduler ADDRESS]
       [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
       [--friction viscous-coulomb|asymmetric-coulomb|stribeck] [--reversal-velocity V [V ...]] [--window S]
-      [--bounds/--no-bounds]
+      [--bounds/--no-bounds] [--compare-friction/--no-compare-friction]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
 
 The pipeline is :func:`robot_dynamics.identification.pipeline.identify`. Outputs are written only
@@ -64,6 +64,12 @@ def register(sub: Any) -> None:
         default=None,
         help="friction law fitted per joint: viscous-coulomb (default), asymmetric-coulomb or stribeck; every "
         "law's held-out error is reported beside it",
+    )
+    p.add_argument(
+        "--compare-friction",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fit every friction law on the same split and report each one's held-out error (default)",
     )
     p.add_argument(
         "--window",
@@ -163,6 +169,7 @@ def run_identify(args: argparse.Namespace) -> int:
         progress=args.progress,
         provenance=provenance,
         bounded=args.bounds,
+        compare_friction=args.compare_friction,
         **_law_options(args),
     )
     # everything rendered before anything is written: a failure here leaves no file behind

@@ -96,7 +96,7 @@ def enclosing_ellipsoid(points: ArrayLike, source: str, margin: float = MARGIN) 
     """The ellipsoid around ``points (K, 3)`` of the module docstring."""
     p = np.asarray(points, dtype=float).reshape(-1, 3)
     middle = p.mean(axis=0)
-    _, _, vt = np.linalg.svd(p - middle, full_matrices=True)
+    _, _, vt = np.linalg.svd(p - middle, full_matrices=False)
     rotation = vt.T
     local = (p - middle) @ rotation
     low, high = local.min(axis=0), local.max(axis=0)

@@ -13,8 +13,8 @@ import numpy as np
 from robot_dynamics.errors import ModelError
 from robot_dynamics.model import FloatArray, RobotModel
 
-from .base import base_parameters
-from .bounds import density_bounds, link_ellipsoids, plausibility
+from .base import BaseParameters, base_parameters
+from .bounds import Ellipsoid, density_bounds, link_ellipsoids, plausibility
 from .consistent import fit_consistent
 from .estimate import NormalEquations, fit_least_squares
 from .friction_laws import DEFAULT_FRICTION, check_friction, select_statistics
@@ -80,6 +80,8 @@ def fit_statistics(
     reduced: ParameterSet | None = None,
     geometry: Sequence[FloatArray | None] | None = None,
     bounded: bool = True,
+    base: BaseParameters | None = None,
+    ellipsoids: Sequence[Ellipsoid] | None = None,
 ) -> IdentificationResult:
     """Steps 2–5 of the module docstring on already reduced data sets; ``reduced``: the parameter set
     the data were reduced with when it is a superset of ``pset`` (:mod:`.friction_laws`); ``geometry``:
@@ -100,7 +102,8 @@ def fit_statistics(
     train, holdout, moving = (None if part is None else part.ne for part in parts)
     assert train is not None
     n = model.dof
-    base = base_parameters(model, pset, rng=np.random.default_rng(seed))
+    if base is None or base.parameter_names != pset.names(model):
+        base = base_parameters(model, pset, rng=np.random.default_rng(seed))
     nominal = nominal_parameters(model, pset)
     static = [name for name in model.joint_names if all(name in s.static for s in stats)]
     excitation = check_excitation(train, base, static, model)
@@ -148,7 +151,8 @@ def fit_statistics(
         assert train is not None
     weighted = train.with_weights(weights)
     fit = wls = fit_least_squares(weighted, base, nominal=nominal, prior_weight=prior_weight)
-    ellipsoids = link_ellipsoids(model, geometry)
+    if ellipsoids is None:
+        ellipsoids = link_ellipsoids(model, geometry)
     effective_prior = prior_weight
     if consistent:
         effective_prior = prior_weight if prior_weight > 0.0 else CONSISTENT_PRIOR
@@ -207,6 +211,7 @@ def fit_statistics(
         prior_weight=effective_prior,
         sources=list(sources),
         plausibility=plausible,
+        ellipsoids=list(ellipsoids),
         bounded=bounded and consistent,
         warnings=warnings,
         payload=payload_of(model, fit.theta, pset) if payload_only else None,

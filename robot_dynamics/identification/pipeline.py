@@ -123,7 +123,15 @@ def compare_laws(
             r = (
                 result
                 if law == result.friction
-                else fit_statistics(model, friction_parameter_set(law, coulomb), stats, friction=law, **options)
+                else fit_statistics(
+                    model,
+                    friction_parameter_set(law, coulomb),
+                    stats,
+                    friction=law,
+                    base=result.base,  # reused where the law's parameters are the same (stribeck)
+                    ellipsoids=result.ellipsoids,
+                    **options,
+                )
             )
         except (IdentificationError, ModelError) as exc:
             rows.append({"friction": law, "error": str(exc)})

@@ -18,6 +18,7 @@ from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.models.provenance import Provenance
 
 from .base import BaseParameters
+from .bounds import Ellipsoid
 from .estimate import Fit, NormalEquations
 from .friction_laws import DEFAULT_FRICTION
 from .parameters import (
@@ -75,6 +76,7 @@ class IdentificationResult:
     friction: str = DEFAULT_FRICTION  # the friction law fitted (.friction_laws)
     stribeck: StribeckFit | None = None  # friction "stribeck": per joint velocity and excess
     friction_comparison: list[dict[str, Any]] = field(default_factory=list)  # every law on the same split
+    ellipsoids: list[Ellipsoid] = field(default_factory=list)  # per link the bound of its mass (.bounds)
     plausibility: list[dict[str, Any]] = field(default_factory=list)  # per link: mass and centre of mass vs bounds
     bounded: bool = False  # the consistent fit kept each link's mass in its bounding ellipsoid
 

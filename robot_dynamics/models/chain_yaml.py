@@ -408,6 +408,8 @@ def write_chain_yaml(
     identified: Mapping[str, Any] | None = None,
     header: str = "",
     notes: str | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> Path:
     """Writes ``model`` as a chain YAML file atomically (temporary file + rename)."""
-    return write_text_atomic(path, dumps_chain_yaml(model, identified=identified, header=header, notes=notes))
+    text = dumps_chain_yaml(model, identified=identified, header=header, notes=notes, provenance=provenance)
+    return write_text_atomic(path, text)
