@@ -3,8 +3,8 @@
   robot-dynamics identify BAG [BAG ...|DIR] --robot ROBOT --out MODEL.yaml [--format yaml|urdf]
       [--holdout 0.3] [--json REPORT.json] [--plot PNG] [--jobs N] [--scheduler ADDRESS]
       [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
-      [--friction viscous-coulomb|asymmetric-coulomb|stribeck] [--reversal-velocity V [V ...]] [--window S]
-      [--bounds/--no-bounds] [--compare-friction/--no-compare-friction]
+      [--friction smooth-coulomb|viscous-coulomb|asymmetric-coulomb|stribeck] [--reversal-velocity V [V ...]]
+      [--window S] [--bounds/--no-bounds] [--compare-friction/--no-compare-friction]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
 
 The pipeline is :func:`robot_dynamics.identification.pipeline.identify`. Outputs are written only
@@ -62,8 +62,8 @@ def register(sub: Any) -> None:
         "--friction",
         metavar="LAW",
         default=None,
-        help="friction law fitted per joint: viscous-coulomb (default), asymmetric-coulomb or stribeck; every "
-        "law's held-out error is reported beside it",
+        help="friction law fitted per joint: smooth-coulomb (default), viscous-coulomb, asymmetric-coulomb or "
+        "stribeck; every law's held-out error is reported beside it",
     )
     p.add_argument(
         "--compare-friction",

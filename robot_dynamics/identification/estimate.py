@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import scipy.linalg
 import scipy.linalg.blas
 from numpy.typing import ArrayLike
 
@@ -265,9 +266,11 @@ class BaseProblem:
     condition_number: float
 
 
-def base_problem(
+def scaled_system(
     ne: NormalEquations, base: BaseParameters, nominal: ArrayLike | None, prior_weight: float
-) -> BaseProblem:
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """``A, b`` the base normal equations scaled by ``base.scale`` (``z = scale * theta_base``) and
+    ``H, g`` the same with the prior (:func:`base_problem`)."""
     if ne.parameters != len(base.parameter_names):
         raise IdentificationError(
             f"normal equations have {ne.parameters} parameters but the base parameters {len(base.parameter_names)}"
@@ -280,11 +283,6 @@ def base_problem(
     s = base.scale
     A = ne.ata[np.ix_(ix, ix)] / np.outer(s, s)
     b = ne.atb[ix] / s
-    eig, vec = np.linalg.eigh(A)
-    top = max(float(eig[-1]), 1e-300)
-    weak = eig < POORLY_EXCITED * top
-    poorly = sorted({base.names[int(np.argmax(np.abs(vec[:, k])))] for k in np.flatnonzero(weak)})
-    cond = float(np.sqrt(top / eig[0])) if eig[0] > 0 else float("inf")
     H, g = A.copy(), b.copy()
     if prior_weight > 0.0:
         nom = np.zeros(len(base.parameter_names)) if nominal is None else np.asarray(nominal, dtype=float)
@@ -294,7 +292,34 @@ def base_problem(
         p = prior_weight * ne.count * float(np.sum(ne.weights))
         H[np.diag_indices_from(H)] += p
         g += p * z0
-    return BaseProblem(H, g, A, s, max(int(np.sum(ne.rows)) - len(ix), 1), tuple(poorly), cond)
+    return A, b, H, g
+
+
+def base_problem(
+    ne: NormalEquations, base: BaseParameters, nominal: ArrayLike | None, prior_weight: float
+) -> BaseProblem:
+    A, _, H, g = scaled_system(ne, base, nominal, prior_weight)
+    eig, vec = np.linalg.eigh(A)
+    top = max(float(eig[-1]), 1e-300)
+    weak = eig < POORLY_EXCITED * top
+    poorly = sorted({base.names[int(np.argmax(np.abs(vec[:, k])))] for k in np.flatnonzero(weak)})
+    cond = float(np.sqrt(top / eig[0])) if eig[0] > 0 else float("inf")
+    dof = max(int(np.sum(ne.rows)) - len(base.independent), 1)
+    return BaseProblem(H, g, A, base.scale, dof, tuple(poorly), cond)
+
+
+def least_squares_objective(
+    ne: NormalEquations, base: BaseParameters, nominal: ArrayLike | None, prior_weight: float
+) -> float:
+    """The minimum of the weighted least-squares cost plus the prior of :func:`fit_least_squares`, up to a
+    constant that does not depend on the data (``btb - g^T H^-1 g``; one Cholesky factorisation): for
+    comparing models of the same data, e.g. a search over a nonlinear parameter."""
+    _, _, H, g = scaled_system(ne, base, nominal, prior_weight)
+    try:
+        factor = scipy.linalg.cho_factor(H)
+    except np.linalg.LinAlgError:
+        return float("inf")
+    return float(ne.btb - g @ scipy.linalg.cho_solve(factor, g))
 
 
 def fit_least_squares(

@@ -9,15 +9,17 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 import numpy as np
+from numpy.typing import NDArray
 
 from robot_dynamics.errors import ModelError
 from robot_dynamics.model import FloatArray, RobotModel
 
 from .base import BaseParameters, base_parameters
 from .bounds import Ellipsoid, density_bounds, link_ellipsoids, plausibility
+from .columns import ColumnSums
 from .consistent import fit_consistent
 from .estimate import NormalEquations, fit_least_squares
-from .friction_laws import DEFAULT_FRICTION, check_friction, select_statistics
+from .friction_laws import DEFAULT_FRICTION, check_friction, fit_widths, select_statistics, with_coulomb_widths
 from .parameters import IdentificationError, ParameterSet, link_parameters, nominal_parameters
 from .result import IdentificationResult, check_excitation, identified_model, payload_of
 from .samples import PipelineSettings, SampleStatistics
@@ -27,6 +29,7 @@ from .stribeck import StribeckFit, fit_stribeck_sums, with_stribeck
 NOISE_FLOOR = 1e-6  # sigma_j is at least this fraction of joint j's RMS torque (noise-free data)
 COST_WARNING = 1.1  # consistent cost / least-squares cost above which the report warns
 CONSISTENT_PRIOR = 1e-6  # the consistent fit's pull toward the stock base parameters when none is given
+WIDTH_EVIDENCE = 10.0  # a Coulomb width other than v_s must lower the weighted cost by this (sigma^2 units)
 STRIBECK_DECAY = 3.0  # the smallest Stribeck velocity searched is the reversal cut / this
 
 
@@ -42,11 +45,33 @@ def _stribeck_known(data: Sequence[Part | None], fit: StribeckFit) -> list[Norma
     """The normal equations of ``tau`` minus the fitted Stribeck torque, for each part's rows."""
     out: list[NormalEquations | None] = []
     for part in data:
-        if part is None or part.stribeck is None:
+        sums = None if part is None else part.families.get("stribeck")
+        if part is None or sums is None:
             out.append(None if part is None else part.ne)
         else:
-            out.append(part.stribeck.known(part.ne, part.stribeck.pick(fit.velocity), fit.excess))
+            out.append(sums.known(part.ne, sums.pick(fit.velocity), fit.excess))
     return out
+
+
+def _with_widths(
+    data: Sequence[Part | None], columns: NDArray[np.intp], widths: FloatArray
+) -> list[NormalEquations | None]:
+    """The normal equations with each joint's Coulomb column ``tanh(qd / width_j)``, for each part's rows."""
+    out: list[NormalEquations | None] = []
+    for part in data:
+        sums = None if part is None else part.families.get("coulomb")
+        if part is None or sums is None:
+            out.append(None if part is None else part.ne)
+        else:
+            out.append(sums.replaced(part.ne, columns, sums.pick(widths)))
+    return out
+
+
+def _family(part: Part, shape: str, friction: str) -> ColumnSums:
+    sums = part.families.get(shape)
+    if sums is None:
+        raise IdentificationError(f"friction {friction!r} needs the {shape} column sums: reduce with their grid")
+    return sums
 
 
 def _rms(sse: FloatArray, rows: FloatArray) -> FloatArray:
@@ -127,12 +152,13 @@ def fit_statistics(
     if static:
         warnings.append(f"joints that never moved in any bag: {', '.join(static)}")
 
-    if friction == "stribeck" and train_part.stribeck is None:
-        raise IdentificationError("friction 'stribeck' needs the Stribeck column sums: reduce with a stribeck_grid")
     smallest = settings.reversal(model) / STRIBECK_DECAY  # the Stribeck term at the cut: >= exp(-STRIBECK_DECAY)
     sfit: StribeckFit | None = None
+    widths: FloatArray | None = None
     if friction == "stribeck":  # the Stribeck term of an unweighted fit, known from here on
-        sfit = fit_stribeck_sums(train, train_part.stribeck, base, nominal, prior_weight, smallest=smallest)  # type: ignore[arg-type]
+        sfit = fit_stribeck_sums(
+            train, _family(train_part, "stribeck", friction), base, nominal, prior_weight, smallest=smallest
+        )
         train, holdout, moving = _stribeck_known(parts, sfit)
         assert train is not None
     if noise_std is not None:
@@ -146,9 +172,27 @@ def fit_statistics(
     weights = 1.0 / sigma**2
     if friction == "stribeck":  # the Stribeck term again, weighted
         measured = train_part.ne.with_weights(weights)
-        sfit = fit_stribeck_sums(measured, train_part.stribeck, base, nominal, prior_weight, smallest=smallest)  # type: ignore[arg-type]
+        sfit = fit_stribeck_sums(
+            measured, _family(train_part, "stribeck", friction), base, nominal, prior_weight, smallest=smallest
+        )
         train, holdout, moving = _stribeck_known(parts, sfit)
         assert train is not None
+    if friction == "smooth-coulomb":  # each joint's Coulomb width, where the data ask for one
+        fc = pset.layout(model).joint_column["Fc"]
+        family = _family(train_part, "coulomb", friction)
+        start = family.pick(np.full(n, pset.coulomb_velocity))
+        pick = fit_widths(train.with_weights(weights), family, fc, base, nominal, prior_weight, start, WIDTH_EVIDENCE)
+        widths = np.array([family.grids[j, k] for j, k in enumerate(pick)])
+        if pick != start or not np.all(widths == pset.coulomb_velocity):  # else: viscous-coulomb, as reduced
+            train, holdout, moving = _with_widths(parts, fc, widths)
+            assert train is not None
+        if noise_std is None and pick != start:
+            sigma = _noise(
+                train,
+                fit_least_squares(train.with_weights(weights), base, nominal, prior_weight).theta,
+                len(base.names),
+            )
+            weights = 1.0 / sigma**2
     weighted = train.with_weights(weights)
     fit = wls = fit_least_squares(weighted, base, nominal=nominal, prior_weight=prior_weight)
     if ellipsoids is None:
@@ -171,6 +215,8 @@ def fit_statistics(
         identified = identified_model(model, fit, pset, consistent, warnings)
         if sfit is not None:
             identified = with_stribeck(identified, sfit.velocity, sfit.excess, check=consistent)
+        if widths is not None:
+            identified = with_coulomb_widths(identified, widths)
         identified = identified.with_changes(name=f"{model.name}_identified", source="")
     except (IdentificationError, ModelError) as exc:
         model_problem = str(exc)
@@ -196,6 +242,7 @@ def fit_statistics(
         wls_cost=wls.cost,
         friction=friction,
         stribeck=sfit,
+        coulomb_widths=widths,
         pset=pset,
         base=base,
         fit=fit,

@@ -183,6 +183,8 @@ def friction_block(result: IdentificationResult) -> dict[str, Any]:
         "reversal_velocity": _floats(result.settings.reversal(result.model)),
         "window_s": result.settings.window_s,
     }
+    if result.coulomb_widths is not None:
+        block["coulomb_width"] = _floats(result.coulomb_widths)
     if result.stribeck is not None:
         block["stribeck_velocity"] = _floats(result.stribeck.velocity)
         block["stribeck_excess"] = _floats(result.stribeck.excess)

@@ -75,6 +75,7 @@ class IdentificationResult:
     provenance: Provenance | None = None  # how the stock model's chain was chosen (written to the model file)
     friction: str = DEFAULT_FRICTION  # the friction law fitted (.friction_laws)
     stribeck: StribeckFit | None = None  # friction "stribeck": per joint velocity and excess
+    coulomb_widths: FloatArray | None = None  # friction "smooth-coulomb": per joint the tanh width
     friction_comparison: list[dict[str, Any]] = field(default_factory=list)  # every law on the same split
     ellipsoids: list[Ellipsoid] = field(default_factory=list)  # per link the bound of its mass (.bounds)
     plausibility: list[dict[str, Any]] = field(default_factory=list)  # per link: mass and centre of mass vs bounds

@@ -46,6 +46,9 @@ from .parameters import IdentificationError, ParameterSet
 from .spans import Part, Plan, Span, SpanResult, derivatives, fold, plan, reduce_span, shared, spans
 from .stribeck import GRID as STRIBECK_GRID
 
+# rad/s or m/s: the tanh widths the smooth-coulomb law searches, octaves about the default 0.01
+COULOMB_WIDTHS = 0.01 * 2.0 ** np.arange(-2, 6)
+
 CHUNK = 20_000  # states per regressor block (~100 MB of temporaries for a 7-DoF arm)
 MIN_MOTION = 0.01  # rad or m, peak to peak: less and the joint counts as standing still in that bag
 REVERSAL_VELOCITY = 0.1  # rad/s or m/s: slower and a joint's training rows are left out (stiction at reversals)
@@ -66,6 +69,12 @@ class PipelineSettings:
     chunk: int = CHUNK
     reversal_velocity: float | tuple[float, ...] = REVERSAL_VELOCITY  # per joint, or one for all
     stribeck_grid: tuple[float, ...] = tuple(float(v) for v in STRIBECK_GRID)  # () = no Stribeck sums
+    coulomb_widths: tuple[float, ...] = tuple(float(v) for v in COULOMB_WIDTHS)  # () = no Coulomb-width sums
+
+    def grids(self) -> dict[str, FloatArray]:
+        """The column families reduced alongside (:mod:`.columns`) and their grids."""
+        out = {"stribeck": np.asarray(self.stribeck_grid, dtype=float), "coulomb": np.asarray(self.coulomb_widths)}
+        return {k: v for k, v in out.items() if v.size}
 
     def reversal(self, model: RobotModel) -> FloatArray:
         """``(n,)`` velocity below which a joint's training rows are left out (step 5)."""
@@ -228,7 +237,7 @@ def _split(
     """The data set's plan, its training spans then its held-out spans, and the number of training spans."""
     cut = plan(t, q, settings, name)
     chunk = max(1, int(settings.chunk))
-    grid = np.asarray(settings.stribeck_grid, dtype=float) if settings.stribeck_grid else None
+    grid = settings.grids()
     reversal = np.where(cut.static, 0.0, settings.reversal(model))  # a joint standing still keeps its rows
     train = spans(model, pset, t, q, qd, tau, cut.train, cut, chunk, name, reversal, grid)
     held = (

@@ -23,50 +23,52 @@ from robot_dynamics.bag.differentiate import SavitzkyGolay, savgol
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import FloatArray, RobotModel
 
+from .columns import ColumnSums, direction
 from .estimate import NormalEquations, _gram
 from .parameters import IdentificationError, ParameterSet, nominal_parameters
 from .regressor import friction_law, joint_rows
-from .stribeck import StribeckSums, direction
+
+Grids = dict[str, FloatArray]  # column family (.columns.SHAPES) -> grid of its nonlinear parameter
 
 
 @dataclass
 class Part:
-    """One chunk's sums: normal equations, the stock model's squared errors ``(n,)`` and the Stribeck
-    column sums (None without a grid) over the same rows; ``slow``: the same sums over the rows below
-    the reversal velocity alone (held-out data, whose ``ne`` holds every row; None otherwise)."""
+    """One chunk's sums: normal equations, the stock model's squared errors ``(n,)`` and the column
+    families' sums (:class:`.columns.ColumnSums`, by shape) over the same rows; ``slow``: the same sums over
+    the rows below the reversal velocity alone (held-out data, whose ``ne`` holds every row; else None)."""
 
     ne: NormalEquations
     sse: FloatArray
-    stribeck: StribeckSums | None
+    families: dict[str, ColumnSums]
     slow: Part | None = None
 
     def __add__(self, other: Part) -> Part:
-        stribeck = None if self.stribeck is None or other.stribeck is None else self.stribeck + other.stribeck
+        families = {k: v + other.families[k] for k, v in self.families.items() if k in other.families}
         slow = None if self.slow is None or other.slow is None else self.slow + other.slow
-        return Part(self.ne + other.ne, self.sse + other.sse, stribeck, slow)
+        return Part(self.ne + other.ne, self.sse + other.sse, families, slow)
 
     def select(self, keep: NDArray[np.intp], fixed: FloatArray) -> Part:
         """The sums of the parameters ``keep`` alone, the others held at ``fixed`` (``NormalEquations.select``)."""
-        stribeck = None if self.stribeck is None else self.stribeck.select(keep, fixed)
+        families = {k: v.select(keep, fixed) for k, v in self.families.items()}
         slow = None if self.slow is None else self.slow.select(keep, fixed)
-        return Part(self.ne.select(keep, fixed), self.sse, stribeck, slow)
+        return Part(self.ne.select(keep, fixed), self.sse, families, slow)
 
     def moving(self) -> Part:
         """The sums of the rows at or above the reversal velocity: all rows less the slow ones."""
         if self.slow is None:
             return self
         slow = self.slow
-        stribeck = None if self.stribeck is None or slow.stribeck is None else self.stribeck - slow.stribeck
-        return Part(self.ne - slow.ne, self.sse - slow.sse, stribeck)
+        families = {k: v - slow.families[k] for k, v in self.families.items() if k in slow.families}
+        return Part(self.ne - slow.ne, self.sse - slow.sse, families)
 
 
 class _Chunk:
     """The sums of one chunk, filled joint by joint (:func:`accumulate_parts`)."""
 
-    def __init__(self, n: int, p: int, count: int, grid: FloatArray | None) -> None:
+    def __init__(self, n: int, p: int, count: int, grids: Grids) -> None:
         self.ata, self.atb, self.btb = np.zeros((n, p, p)), np.zeros((n, p)), np.zeros(n)
         self.rows, self.sse, self.count = np.zeros(n), np.zeros(n), count
-        self.stribeck = None if grid is None else StribeckSums.empty(np.tile(grid, (n, 1)), p)
+        self.families = {k: ColumnSums.empty(k, np.tile(g, (n, 1)), p) for k, g in grids.items()}
 
     def add(
         self,
@@ -75,7 +77,7 @@ class _Chunk:
         A: FloatArray,
         b: FloatArray,
         error: FloatArray,
-        s: FloatArray | None,
+        s: FloatArray,
         v: FloatArray,
     ) -> None:
         """Joint ``j``'s rows ``A`` (theta ``cols``), right-hand side ``b``, stock error, direction, velocity."""
@@ -87,13 +89,12 @@ class _Chunk:
         self.ata[j][np.ix_(cols, cols)] += _gram(A)
         self.atb[j, cols] += b @ A
         self.btb[j] += b @ b
-        if self.stribeck is not None and s is not None:
-            self.stribeck.add_rows(j, cols, A, s, v, b)
+        for family in self.families.values():
+            family.add_rows(j, cols, A, s, v, b)
 
     def part(self, slow: Part | None = None) -> Part:
-        return Part(
-            NormalEquations(self.ata, self.atb, self.btb, self.count, rows=self.rows), self.sse, self.stribeck, slow
-        )
+        ne = NormalEquations(self.ata, self.atb, self.btb, self.count, rows=self.rows)
+        return Part(ne, self.sse, self.families, slow)
 
 
 def accumulate_parts(
@@ -105,15 +106,15 @@ def accumulate_parts(
     tau: FloatArray,
     chunk: int,
     reversal: FloatArray | None = None,
-    grid: FloatArray | None = None,
+    grids: Grids | None = None,
     held_out: bool = False,
 ) -> list[Part]:
     """Per chunk the sums (:class:`Part`) of ``tau - fixed``, the torque the parameters explain.
 
     ``reversal (n,)``: joint ``j``'s rows with ``|qd_j| < reversal_j`` (near a velocity reversal, where
     real friction sticks and leaves any law of the velocity) are left out of its sums, or with
-    ``held_out`` kept and summed again on their own (``Part.slow``). ``grid (m,)``: Stribeck velocities
-    whose column sums (:class:`.stribeck.StribeckSums`) are reduced alongside, over the same rows."""
+    ``held_out`` kept and summed again on their own (``Part.slow``). ``grids``: the column families
+    (:mod:`.columns`) whose sums are reduced alongside, over the same rows, and their grids."""
     from robot_dynamics.dynamics import inverse_dynamics
 
     smooth, reference = friction_law(model, pset)
@@ -132,21 +133,21 @@ def accumulate_parts(
         # model's values), joint by joint from the regressor's non-zero rows (never (N, n, p))
         target = tau[sl] - law
         count = int(target.shape[0])
-        main = _Chunk(n, p, count, grid)
-        slow = _Chunk(n, p, count, grid) if held_out and reversal is not None else None
-        s = None if grid is None else direction(pset, qd[sl])
+        main = _Chunk(n, p, count, grids or {})
+        slow = _Chunk(n, p, count, grids or {}) if held_out and reversal is not None else None
+        s = direction(pset, qd[sl])
         for j, cols, A in joint_rows(model, q[sl], qd[sl], qdd[sl], pset):
             b = target[:, j] + A @ theta0[cols]
-            v, e, sj = qd[sl, j], error[:, j], None if s is None else s[:, j]
+            v, e, sj = qd[sl, j], error[:, j], s[:, j]
             below = np.abs(v) < reversal[j] if reversal is not None else np.zeros(count, dtype=bool)
             if slow is not None:  # every row, and the slow ones again on their own
                 main.add(j, cols, A, b, e, sj, v)
-                slow.add(j, cols, A[below], b[below], e[below], None if sj is None else sj[below], v[below])
+                slow.add(j, cols, A[below], b[below], e[below], sj[below], v[below])
             elif not below.any():
                 main.add(j, cols, A, b, e, sj, v)
             else:
                 fast = ~below
-                main.add(j, cols, A[fast], b[fast], e[fast], None if sj is None else sj[fast], v[fast])
+                main.add(j, cols, A[fast], b[fast], e[fast], sj[fast], v[fast])
         parts.append(main.part(None if slow is None else slow.part()))
     return parts
 
@@ -231,7 +232,7 @@ class Span:
     static: NDArray[np.bool_]
     chunk: int
     reversal: FloatArray | None = None  # (n,) rows of joint j with |qd_j| below this are left out (training)
-    grid: FloatArray | None = None  # (m,) Stribeck velocities whose column sums are reduced too
+    grids: Grids | None = None  # column families whose sums are reduced too, and their grids
     held_out: bool = False  # keep the slow rows, and sum them again on their own (accumulate_parts)
 
 
@@ -264,7 +265,7 @@ def spans(
     chunk: int,
     name: str,
     reversal: FloatArray | None = None,
-    grid: FloatArray | None = None,
+    grids: Grids | None = None,
     held_out: bool = False,
 ) -> list[Span]:
     """``rows`` cut into spans of ``chunk`` states (the last may be shorter), each with its halo;
@@ -288,7 +289,7 @@ def spans(
                 cut.static,
                 chunk,
                 reversal,
-                grid,
+                grids,
                 held_out,
             )
         )
@@ -321,7 +322,16 @@ def reduce_span(span: Span) -> SpanResult:
     try:
         model = shared(span.model)
         parts = accumulate_parts(
-            model, span.pset, span.q[rows], qd, qdd, span.tau[rows], span.chunk, span.reversal, span.grid, span.held_out
+            model,
+            span.pset,
+            span.q[rows],
+            qd,
+            qdd,
+            span.tau[rows],
+            span.chunk,
+            span.reversal,
+            span.grids,
+            span.held_out,
         )
     except RobotDynamicsError as exc:
         raise IdentificationError(f"{span.name}: {exc}") from None

@@ -18,12 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from robot_dynamics.errors import ModelError, StateError
 from robot_dynamics.model import FloatArray, RobotModel
 
 from .base import BaseParameters
+from .columns import ColumnSums, direction
 from .estimate import BaseProblem, Fit, NormalEquations, accumulate, base_problem, finish
 from .parameters import IdentificationError, ParameterSet, apply_parameters
 from .regressor import CHUNK, joint_rows
@@ -67,81 +68,8 @@ def with_stribeck(model: RobotModel, velocity: ArrayLike, excess: ArrayLike, che
     return model.with_changes(joints=tuple(joints))
 
 
-@dataclass(frozen=True, eq=False)
-class StribeckSums:
-    """Column sums of the Stribeck columns ``S_j = s_j exp(-|qd_j| / eps)`` for grid values ``eps``:
-    ``grids (n, m)``, ``cross (n, p, m)`` = ``sum Y_j^T S_j``, ``gram (n, m)`` = ``sum S_j^2`` (the columns
-    of different joints never meet), ``rhs (n, m)`` = ``sum S_j tau_j``. Data sets combine by addition."""
-
-    grids: FloatArray
-    cross: FloatArray
-    gram: FloatArray
-    rhs: FloatArray
-
-    def __add__(self, other: StribeckSums) -> StribeckSums:
-        return StribeckSums(self.grids, self.cross + other.cross, self.gram + other.gram, self.rhs + other.rhs)
-
-    def __sub__(self, other: StribeckSums) -> StribeckSums:
-        return StribeckSums(self.grids, self.cross - other.cross, self.gram - other.gram, self.rhs - other.rhs)
-
-    def select(self, keep: ArrayLike, fixed: ArrayLike) -> StribeckSums:
-        """The sums for the columns ``keep``, the others held at ``fixed`` (as :meth:`NormalEquations.select`)."""
-        k = np.asarray(keep, dtype=np.intp)
-        d = np.setdiff1d(np.arange(self.cross.shape[1]), k)
-        x = np.asarray(fixed, dtype=float)[d]
-        return StribeckSums(
-            self.grids, self.cross[:, k], self.gram, self.rhs - np.einsum("jdm,d->jm", self.cross[:, d], x)
-        )
-
-    def pick(self, velocity: ArrayLike) -> list[int]:
-        """Per joint the index of the grid value nearest ``velocity[j]`` (log scale)."""
-        v = np.asarray(velocity, dtype=float)
-        return [int(np.argmin(np.abs(np.log(self.grids[j] / v[j])))) for j in range(self.grids.shape[0])]
-
-    def known(self, ne: NormalEquations, pick: list[int], excess: ArrayLike) -> NormalEquations:
-        """``ne`` (the same rows) with the Stribeck torque ``Delta_j S_j`` (grid value ``pick[j]``) moved to
-        the known side: the normal equations of ``tau - Delta S``, whose residual sum is
-        ``|tau_j - Y_j theta - Delta_j S_j|^2``."""
-        cross = np.array([self.cross[j][:, k] for j, k in enumerate(pick)])  # (n, p): sum Y_j^T S_j
-        gram = np.array([self.gram[j, k] for j, k in enumerate(pick)])
-        rhs = np.array([self.rhs[j, k] for j, k in enumerate(pick)])
-        e = np.asarray(excess, dtype=float)
-        return replace(
-            ne,
-            atb_joint=ne.atb_joint - e[:, None] * cross,
-            btb_joint=np.maximum(ne.btb_joint - 2.0 * e * rhs + e**2 * gram, 0.0),
-        )
-
-    @staticmethod
-    def empty(grids: FloatArray, parameters: int) -> StribeckSums:
-        n, m = grids.shape
-        return StribeckSums(grids, np.zeros((n, parameters, m)), np.zeros((n, m)), np.zeros((n, m)))
-
-    def add_rows(
-        self, j: int, cols: NDArray[np.intp], A: FloatArray, s: FloatArray, v: FloatArray, b: FloatArray
-    ) -> None:
-        """Adds joint ``j``'s rows ``A (N, c)`` (theta columns ``cols``), direction ``s``, velocity ``v``
-        and right-hand side ``b`` (N,) (in place: used while reducing one chunk)."""
-        S = stribeck_columns(s, v, self.grids[j])
-        self.cross[j][cols] += A.T @ S
-        self.gram[j] += np.einsum("km,km->m", S, S)
-        self.rhs[j] += b @ S
-
-
-def stribeck_columns(s: FloatArray, v: FloatArray, velocities: FloatArray) -> FloatArray:
-    """``(N, m)``: the Stribeck column ``s exp(-|v| / eps)`` of one joint for each ``eps`` in ``velocities``."""
-    return s[:, None] * np.exp(-np.abs(v)[:, None] / velocities)
-
-
-def direction(pset: ParameterSet, qd: FloatArray) -> FloatArray:
-    """The Coulomb direction ``s`` of the parameter set: ``tanh(qd / v_s)`` or ``sgn(qd)``."""
-    return np.tanh(qd / pset.coulomb_velocity) if pset.coulomb == "tanh" else np.sign(qd)
-
-
-def _sums(
-    model: RobotModel, arrays: list[FloatArray], pset: ParameterSet, grids: FloatArray, chunk: int
-) -> StribeckSums:
-    sums = StribeckSums.empty(grids, pset.size(model))
+def _sums(model: RobotModel, arrays: list[FloatArray], pset: ParameterSet, grids: FloatArray, chunk: int) -> ColumnSums:
+    sums = ColumnSums.empty("stribeck", grids, pset.size(model))
     q, qd, qdd, tau = arrays
     for start in range(0, q.shape[0], chunk):
         sl = slice(start, start + chunk)
@@ -152,7 +80,7 @@ def _sums(
 
 
 def _solve(
-    ne: NormalEquations, base: BaseParameters, H: FloatArray, g: FloatArray, sums: StribeckSums, pick: list[int]
+    ne: NormalEquations, base: BaseParameters, H: FloatArray, g: FloatArray, sums: ColumnSums, pick: list[int]
 ) -> tuple[float, FloatArray, FloatArray]:
     """Augmented scaled system for grid choices ``pick``: (cost up to a constant, solution, matrix)."""
     n, pb = ne.joints, base.rank
@@ -177,7 +105,7 @@ def _descend(
     base: BaseParameters,
     H: FloatArray,
     g: FloatArray,
-    sums: StribeckSums,
+    sums: ColumnSums,
     sweeps: int,
     smallest: FloatArray | None = None,
 ) -> list[int]:
@@ -246,7 +174,7 @@ def fit_stribeck(
 
 def fit_stribeck_sums(
     ne: NormalEquations,
-    sums: StribeckSums,
+    sums: ColumnSums,
     base: BaseParameters,
     nominal: ArrayLike | None = None,
     prior_weight: float = 0.0,
@@ -267,7 +195,7 @@ def _finish(
     ne: NormalEquations,
     base: BaseParameters,
     prob: BaseProblem,
-    sums: StribeckSums,
+    sums: ColumnSums,
     pick: list[int],
     nominal: ArrayLike | None,
 ) -> StribeckFit:
