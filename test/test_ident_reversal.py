@@ -23,7 +23,7 @@ from robot_dynamics.identification.friction_laws import friction_parameter_set, 
 from robot_dynamics.identification.result import IdentificationResult
 from robot_dynamics.identification.samples import PipelineSettings, statistics_from_arrays
 from robot_dynamics.identification.spans import plan
-from robot_dynamics.identification.synthetic import Recording, perturbed_model, stick_slip_record, write_bag
+from robot_dynamics.identification.synthetic import Recording, perturbed_model, record, stick_slip_record, write_bag
 from robot_dynamics.model import RobotModel
 
 NOISE = np.array([0.2, 0.2, 0.2, 0.02, 0.02, 0.02])
@@ -52,7 +52,7 @@ def clean(truth: RobotModel) -> Recording:
 def _fit(model: RobotModel, rec: Recording, settings: PipelineSettings, **options: object) -> IdentificationResult:
     superset = reduction_parameter_set()
     stats = statistics_from_arrays(model, superset, rec.t, rec.q, rec.qd, rec.tau, settings)
-    law = str(options.pop("friction", "viscous-coulomb"))
+    law = str(options.pop("friction", "smooth-coulomb"))
     pset = friction_parameter_set(law)
     return fit_statistics(model, pset, [stats], settings=settings, reduced=superset, friction=law, **options)  # type: ignore[arg-type]
 
@@ -162,6 +162,42 @@ def test_stribeck_law_recovers_a_visible_stribeck_term(puma: RobotModel) -> None
     assert stribeck.identified is not None and stribeck.identified.joints[0].friction.static is not None
 
 
+def test_smooth_coulomb_finds_a_wide_coulomb_transition(puma: RobotModel) -> None:
+    """A truth whose (symmetric) Coulomb friction saturates over 0.08 rad/s on joints 1 and 3 (as a physics
+    engine's constraint friction does): the smooth-coulomb law finds those widths, keeps the others at 0.01,
+    and beats viscous-coulomb on the held-out data; on data without such a transition it is viscous-coulomb."""
+    perturbed = perturbed_model(puma, seed=9)
+    symmetric = [
+        replace(j.friction, coulomb=(0.5 * (j.friction.coulomb[0] - j.friction.coulomb[1]),) * 2)
+        for j in perturbed.joints
+    ]
+    symmetric = [replace(f, coulomb=(f.coulomb[0], -f.coulomb[0])) for f in symmetric]
+    model = perturbed.with_changes(
+        joints=tuple(replace(j, friction=f) for j, f in zip(perturbed.joints, symmetric, strict=True))
+    )
+    stock = puma.with_changes(joints=tuple(replace(j, friction=f) for j, f in zip(puma.joints, symmetric, strict=True)))
+    widths = np.array([0.08, 0.01, 0.08, 0.01, 0.01, 0.01])
+    truth = model.with_changes(
+        joints=tuple(
+            replace(j, friction=replace(j.friction, smoothing_velocity=float(w)))
+            for j, w in zip(model.joints, widths, strict=True)
+        )
+    )
+    settings = PipelineSettings(polyorder=6, window_s=0.1, reversal_velocity=0.02)
+    noise = NOISE / 4.0
+    rec = record(truth, 6.0, 500.0, seed=10, effort_noise=noise)
+    smooth = _fit(stock, rec, settings, consistent=False, friction="smooth-coulomb")
+    plain = _fit(stock, rec, settings, consistent=False, friction="viscous-coulomb")
+    assert smooth.coulomb_widths is not None
+    np.testing.assert_allclose(smooth.coulomb_widths, widths)
+    a, b = smooth.rms["identified_holdout"], plain.rms["identified_holdout"]
+    assert a is not None and b is not None and np.all(a[[0, 2]] < 0.7 * b[[0, 2]])
+    np.testing.assert_allclose(smooth.noise_std, noise, rtol=0.15)
+    same = _fit(stock, record(model, 6.0, 500.0, seed=11, effort_noise=noise), settings, consistent=False)
+    assert same.friction == "smooth-coulomb" and same.coulomb_widths is not None
+    np.testing.assert_array_equal(same.coulomb_widths, np.full(6, 0.01))
+
+
 def test_cli_friction_laws_and_bad_options(
     puma: RobotModel, truth: RobotModel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -175,13 +211,17 @@ def test_cli_friction_laws_and_bad_options(
     assert data["friction"]["law"] == "asymmetric-coulomb" and data["friction"]["reversal_velocity"] == [0.05] * 6
     assert [row["friction"] for row in data["friction_comparison"]] == [
         "viscous-coulomb",
+        "smooth-coulomb",
         "asymmetric-coulomb",
         "stribeck",
     ]
     assert "holdout_moving" in data["rms_note"] and data["joints"][0]["rms_identified_holdout_moving"] > 0.0
     assert rd.load_robot(out).dof == 6
     for bad, message in (
-        (["--friction", "dahl"], "friction must be one of viscous-coulomb, asymmetric-coulomb, stribeck; got 'dahl'"),
+        (
+            ["--friction", "dahl"],
+            "friction must be one of viscous-coulomb, smooth-coulomb, asymmetric-coulomb, stribeck; got 'dahl'",
+        ),
         (["--reversal-velocity", "0.1", "0.2"], "reversal velocity: expected one value or 6"),
         (["--reversal-velocity", "-1"], "reversal_velocity must be >= 0"),
     ):
