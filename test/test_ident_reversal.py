@@ -201,7 +201,7 @@ def test_smooth_coulomb_finds_a_wide_coulomb_transition(puma: RobotModel) -> Non
 def test_cli_friction_laws_and_bad_options(
     puma: RobotModel, truth: RobotModel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bag = write_bag(tmp_path / "b", stick_slip_record(truth, 6.0, 200.0, seed=8, effort_noise=NOISE), puma.joint_names)
+    bag = write_bag(tmp_path / "b", stick_slip_record(truth, 4.0, 100.0, seed=8, effort_noise=NOISE), puma.joint_names)
     out, report = tmp_path / "m.yaml", tmp_path / "r.json"
     argv = ["identify", str(bag), "--robot", "puma560", "--out", str(out), "--json", str(report), "--jobs", "1"]
     assert main([*argv, "--friction", "asymmetric-coulomb", "--reversal-velocity", "0.05"]) == 0
