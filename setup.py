@@ -23,6 +23,7 @@ setup(
         "scipy",
         "sympy",
         "yourdfpy",
+        "trimesh",
         "lxml",
         "pyyaml",
         "rosbags",

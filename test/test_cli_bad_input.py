@@ -175,7 +175,7 @@ def test_bad_chain_options_are_one_line(
         (["coefficients", "fu_two_link", "--q", "0", "nan"], "--q: non-finite values (nan or inf) at joint 'joint2'"),
         (["id", "puma560"], "the following arguments are required: --q"),
         (["id", "puma560", "--q", "qn", "--wrench-frame", "moon"], "invalid choice: 'moon'"),
-        (["info", "puma560", "--tip-link", "link3"], "base_link/tip_link"),
+        (["info", "puma560", "--tip-link", "link3"], "tip_link: 'link3' contradicts the file, whose chain has"),
         (["export-urdf", "puma560", "--out", "{files}/exists"], "exists: is a directory"),
         (["export-urdf", "puma560", "--out", "{tmp}/no/such/dir/r.urdf"], "no such file or directory"),
         (["symbolic", "scara", "--symbols", "mass,colour"], "unknown symbolic parameter groups ['colour']"),

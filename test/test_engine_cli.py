@@ -177,7 +177,7 @@ def test_tip_link_reaches_the_loader_and_model_warnings_are_one_line(capsys: pyt
     assert ".py" not in warning and "Warning" not in warning
     assert note == "robot-dynamics id: note: --qd, --qdd not given: zero"
     assert main(["info", "puma560", "--tip-link", "link4"]) == 2
-    assert "base_link/tip_link" in capsys.readouterr().err
+    assert "tip_link: 'link4' contradicts the file, whose chain has tip_link 'tool'" in capsys.readouterr().err
 
 
 def test_lock_joint_freezes_a_joint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -382,5 +382,6 @@ def test_unknown_file_and_unknown_bundled_name(tmp_path: Path) -> None:
         load_robot("puma56")
     with pytest.raises(ModelError, match=r"missing\.yaml: no such file, and not URDF XML text"):
         load_robot(tmp_path / "missing.yaml")
-    with pytest.raises(ModelError, match=r"base_link/tip_link: only apply to URDF sources"):
+    with pytest.raises(ModelError, match=r"tip_link: 'link6' contradicts the file, whose chain has tip_link 'tool'"):
         load_robot("puma560", tip_link="link6")
+    assert load_robot("puma560", base_link="base_link", tip_link="tool").dof == 6  # its own chain: a no-op

@@ -3,6 +3,8 @@
   robot-dynamics identify BAG [BAG ...|DIR] --robot ROBOT --out MODEL.yaml [--format yaml|urdf]
       [--holdout 0.3] [--json REPORT.json] [--plot PNG] [--jobs N] [--scheduler ADDRESS]
       [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
+      [--friction smooth-coulomb|viscous-coulomb|asymmetric-coulomb|stribeck] [--reversal-velocity V [V ...]]
+      [--window S] [--bounds/--no-bounds] [--compare-friction/--no-compare-friction]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
 
 The pipeline is :func:`robot_dynamics.identification.pipeline.identify`. Outputs are written only
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RobotDynamicsError
+from ..models.provenance import Provenance
+from ..user_input import parse_locked_joints
 from ._options import add_robot_options, joint_map_from_args, load_robot_from_args
 
 
@@ -54,6 +58,41 @@ def register(sub: Any) -> None:
         help="physically consistent fit (default) or plain weighted least squares",
     )
     p.add_argument("--coulomb", choices=("tanh", "sign"), default="tanh", help="Coulomb friction law (%(default)s)")
+    p.add_argument(
+        "--friction",
+        metavar="LAW",
+        default=None,
+        help="friction law fitted per joint: smooth-coulomb (default), viscous-coulomb, asymmetric-coulomb or "
+        "stribeck; every law's held-out error is reported beside it",
+    )
+    p.add_argument(
+        "--compare-friction",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fit every friction law on the same split and report each one's held-out error (default)",
+    )
+    p.add_argument(
+        "--window",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds of the Savitzky-Golay window that differentiates the velocity (default 0.05; at least 5 samples)",
+    )
+    p.add_argument(
+        "--bounds",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep each link's mass inside a bounding ellipsoid of its URDF geometry or joint frames (default)",
+    )
+    p.add_argument(
+        "--reversal-velocity",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="V",
+        help="rad/s or m/s, one or one per joint: a joint's training rows slower than this are left out "
+        "(friction sticks at velocity reversals; default 0.05, 0 keeps every row)",
+    )
     p.add_argument("--payload-only", action="store_true", help="identify only the last link (tool + payload)")
     p.add_argument(
         "--noise",
@@ -84,6 +123,19 @@ def _format(args: argparse.Namespace) -> str:
     return "urdf" if Path(args.out).suffix.lower() in (".urdf", ".xml") else "yaml"
 
 
+def _law_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--friction`` and ``--reversal-velocity`` as given (the pipeline's defaults and checks otherwise)."""
+    out: dict[str, Any] = {}
+    if args.friction is not None:
+        out["friction"] = args.friction
+    if args.window is not None:
+        out["window"] = args.window
+    if args.reversal_velocity is not None:
+        v = args.reversal_velocity
+        out["reversal_velocity"] = v[0] if len(v) == 1 else v
+    return out
+
+
 def run_identify(args: argparse.Namespace) -> int:
     from ..identification.pipeline import identify
     from ..identification.report import format_table, json_text, model_text, render_plot, temporary_path
@@ -94,6 +146,13 @@ def run_identify(args: argparse.Namespace) -> int:
     if args.plot and args.holdout == 0.0:
         raise RobotDynamicsError("--plot shows held-out data: use --holdout > 0")
     model, joint_map = load_robot_from_args(args), joint_map_from_args(args)
+    provenance = Provenance(
+        robot=str(args.robot),
+        base_link=args.base_link,
+        tip_link=args.tip_link,
+        locked_joints=parse_locked_joints(args.lock_joint or [], "--lock-joint"),
+        joint_map=joint_map,
+    )
     result = identify(
         args.bags,
         model,
@@ -108,6 +167,10 @@ def run_identify(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         scheduler=args.scheduler,
         progress=args.progress,
+        provenance=provenance,
+        bounded=args.bounds,
+        compare_friction=args.compare_friction,
+        **_law_options(args),
     )
     # everything rendered before anything is written: a failure here leaves no file behind
     texts = {args.out: model_text(result, _format(args))}

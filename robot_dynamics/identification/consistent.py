@@ -37,6 +37,7 @@ triangle inequality as published) and levels raised to a small positive value.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,6 +86,11 @@ def _basis() -> FloatArray:
 _BASIS = _basis()
 
 
+def pseudo_inertia_basis() -> FloatArray:
+    """``A_k (10, 4, 4)``: ``J = sum_k phi_k A_k`` (a copy)."""
+    return _BASIS.copy()
+
+
 def strictly_consistent_link(phi: ArrayLike, floor: float = START_FLOOR) -> FloatArray:
     """The body nearest ``phi`` whose pseudo-inertia eigenvalues are at least ``floor`` times the largest
     (``phi`` itself when it is comfortably consistent)."""
@@ -107,9 +113,14 @@ class ConsistentSet:
     levels: FloatArray
     joint: FloatArray
     bounded: np.ndarray
+    inside: tuple[FloatArray | None, ...] = ()  # per link a body strictly inside its bound (None: unbounded)
 
     @staticmethod
-    def of(model: RobotModel, pset: ParameterSet) -> ConsistentSet:
+    def of(
+        model: RobotModel, pset: ParameterSet, bounds: Sequence[tuple[FloatArray, FloatArray] | None] | None = None
+    ) -> ConsistentSet:
+        """The constraints of ``pset``; ``bounds``: per model link ``(row, inside)`` — the density bound
+        ``row @ phi >= 0`` (a bounding ellipsoid, :mod:`.bounds`) and a body strictly inside it — or None."""
         lay = pset.layout(model)
         rows: list[list[tuple[int, float]]] = []  # per joint value: (theta column, coefficient)
         bounded: list[bool] = []
@@ -136,19 +147,48 @@ class ConsistentSet:
                 joint[c, k] = v
         flags = np.array(bounded, dtype=bool)
         values_of = np.linalg.pinv(joint)  # values = values_of @ theta (exact: the map is invertible)
-        return ConsistentSet(tuple(lay.link_slice(i) for i in lay.links), values_of[flags], joint, flags)
+        levels: FloatArray = values_of[flags]
+        inside: list[FloatArray | None] = []
+        for i in lay.links:
+            bound = None if bounds is None else bounds[i]
+            inside.append(None if bound is None else np.asarray(bound[1], dtype=float))
+            if bound is not None:
+                extra = np.zeros((1, lay.size))
+                extra[0, lay.link_slice(i)] = bound[0]
+                levels = np.vstack([levels, extra])
+        links = tuple(lay.link_slice(i) for i in lay.links)
+        return ConsistentSet(links, levels.reshape(-1, lay.size), joint, flags, tuple(inside))
 
     def feasible_start(self, theta: FloatArray, level_floor: FloatArray) -> FloatArray:
         """``theta`` with every link strictly consistent and every level at least ``level_floor``."""
         out = theta.copy()
-        for sl in self.links:
+        for k, sl in enumerate(self.links):
             out[sl] = strictly_consistent_link(theta[sl])
+            inside = self.inside[k] if k < len(self.inside) else None
+            if inside is not None:
+                out[sl] = _blend_inside(out[sl], inside, self.levels[:, sl])
         if self.joint.shape[1]:
             values = np.linalg.lstsq(self.joint, theta, rcond=None)[0]
-            values[self.bounded] = np.maximum(values[self.bounded], level_floor)
+            floor: FloatArray = np.asarray(level_floor, dtype=float).reshape(-1)
+            if floor.size > 1:
+                floor = floor[: int(np.count_nonzero(self.bounded))]
+            values[self.bounded] = np.maximum(values[self.bounded], floor)
             on = np.any(self.joint != 0.0, axis=1)
             out[on] = (self.joint @ values)[on]
         return out
+
+
+def _blend_inside(phi: FloatArray, inside: FloatArray, rows: FloatArray) -> FloatArray:
+    """``phi`` moved toward ``inside`` until its density bound holds with room (``rows``: the level rows'
+    columns of this link; the bound's is the one non-zero row). Both bodies are rigid bodies and the set
+    is convex, so every blend is one; the bound at ``inside`` is strictly positive."""
+    row = rows[np.any(rows != 0.0, axis=1)]
+    need = 0.05 * float(np.min(row @ inside))
+    for a in (0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0):
+        blend = (1.0 - a) * phi + a * inside
+        if float(np.min(row @ blend)) >= need:
+            return blend
+    return inside
 
 
 class _Barrier:
@@ -259,6 +299,7 @@ def fit_consistent(
     null_weight: float = 1e-8,
     tol: float = 1e-9,
     max_steps: int = 1000,
+    bounds: Sequence[tuple[FloatArray, FloatArray] | None] | None = None,
 ) -> Fit:
     """The physically consistent weighted least-squares estimate (module docstring).
 
@@ -268,6 +309,7 @@ def fit_consistent(
     provably within ``tol`` (relative) of the optimum or after ``max_steps`` Newton steps; the bound it
     reached is ``Fit.optimality_gap`` (``inf`` if the steps ran out first; the estimate is consistent
     either way). ``std_base`` are those of the unconstrained problem at the consistent estimate.
+    ``bounds``: per link a density bound ``(row, inside)`` (:meth:`ConsistentSet.of`, :mod:`.bounds`).
     """
     if not (null_weight > 0.0 and tol > 0.0):
         raise IdentificationError(f"null_weight and tol must be > 0, got {null_weight!r} and {tol!r}")
@@ -282,7 +324,7 @@ def fit_consistent(
     scale = np.where(positive, base.scale_full, np.min(base.scale_full[positive], initial=1.0))
     inv_scale = 1.0 / scale
     R = Ct @ ((prob.scale[:, None] * base.K) * inv_scale)  # z = S K theta = S K u / scale
-    cset = ConsistentSet.of(model, pset)
+    cset = ConsistentSet.of(model, pset, bounds)
     ls = fit_least_squares(ne, base, nom, prior_weight=max(prior_weight, 1e-9))
     info = ne.count * float(np.sum(ne.weights))
     torque = max(float(np.mean(ls.residual_rms)), 1e-9 * float(np.sqrt(np.mean(ne.btb_joint) / ne.count)), 1e-300)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import scipy.linalg
 import scipy.linalg.blas
 from numpy.typing import ArrayLike
 
@@ -32,8 +33,9 @@ class NormalEquations:
     """Unweighted per-joint sums of a data set, plus the per-joint weights to use for the totals.
 
     ``ata_joint (n, p, p)`` = ``sum Y_j^T Y_j``, ``atb_joint (n, p)`` = ``sum Y_j^T tau_j``,
-    ``btb_joint (n,)`` = ``sum tau_j^2``, ``count`` states, ``weights (n,)`` (default 1). Weighted
-    totals: :attr:`ata`, :attr:`atb`, :attr:`btb`.
+    ``btb_joint (n,)`` = ``sum tau_j^2``, ``count`` states, ``weights (n,)`` (default 1),
+    ``rows (n,)`` the rows each joint contributed (default ``count``; fewer where a joint's rows near
+    its velocity reversals were left out). Weighted totals: :attr:`ata`, :attr:`atb`, :attr:`btb`.
     """
 
     ata_joint: FloatArray
@@ -41,9 +43,12 @@ class NormalEquations:
     btb_joint: FloatArray
     count: int
     weights: FloatArray = field(default_factory=lambda: np.zeros(0))
+    rows: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         n = self.ata_joint.shape[0]
+        if self.rows.size == 0:
+            object.__setattr__(self, "rows", np.full(n, float(self.count)))
         if self.weights.size == 0:
             object.__setattr__(self, "weights", np.ones(n))
         w = np.asarray(self.weights, dtype=float)
@@ -88,6 +93,36 @@ class NormalEquations:
             self.btb_joint + other.btb_joint,
             self.count + other.count,
             self.weights,
+            self.rows + other.rows,
+        )
+
+    def __sub__(self, other: NormalEquations) -> NormalEquations:
+        """The sums of a data set less those of a subset of its rows (same states, fewer rows per joint)."""
+        return NormalEquations(
+            self.ata_joint - other.ata_joint,
+            self.atb_joint - other.atb_joint,
+            np.maximum(self.btb_joint - other.btb_joint, 0.0),
+            self.count,
+            self.weights,
+            self.rows - other.rows,
+        )
+
+    def select(self, keep: ArrayLike, fixed: ArrayLike) -> NormalEquations:
+        """The normal equations of the columns ``keep`` alone, every other column held at its value in
+        ``fixed (p,)`` (its torque moved to the right-hand side: ``b' = b - A_d fixed_d``). Exact: a
+        data set reduced once with a superset of parameters gives every subset's normal equations."""
+        k = np.asarray(keep, dtype=np.intp)
+        d = np.setdiff1d(np.arange(self.parameters), k)
+        x = np.asarray(fixed, dtype=float)[d]
+        ata_kd = self.ata_joint[:, k][:, :, d]
+        ata_dd = self.ata_joint[:, d][:, :, d]
+        return NormalEquations(
+            np.ascontiguousarray(self.ata_joint[:, k][:, :, k]),
+            self.atb_joint[:, k] - ata_kd @ x,
+            self.btb_joint - 2.0 * self.atb_joint[:, d] @ x + np.einsum("k,jkl,l->j", x, ata_dd, x),
+            self.count,
+            self.weights,
+            self.rows,
         )
 
     def residual_sum(self, theta: ArrayLike) -> FloatArray:
@@ -97,8 +132,8 @@ class NormalEquations:
         return np.maximum(rss, 0.0)
 
     def residual_rms(self, theta: ArrayLike) -> FloatArray:
-        """Per-joint RMS of ``tau - Y theta`` over the data (n,)."""
-        return np.sqrt(self.residual_sum(theta) / max(self.count, 1))
+        """Per-joint RMS of ``tau - Y theta`` over the data (each joint's own rows) (n,)."""
+        return np.sqrt(self.residual_sum(theta) / np.maximum(self.rows, 1.0))
 
     def save(self, path: str | Path) -> None:
         np.savez(
@@ -108,13 +143,15 @@ class NormalEquations:
             btb_joint=self.btb_joint,
             count=np.array(self.count),
             weights=self.weights,
+            rows=self.rows,
         )
 
     @staticmethod
     def load(path: str | Path) -> NormalEquations:
         with np.load(path) as data:
+            rows = data["rows"] if "rows" in data.files else np.zeros(0)
             return NormalEquations(
-                data["ata_joint"], data["atb_joint"], data["btb_joint"], int(data["count"]), data["weights"]
+                data["ata_joint"], data["atb_joint"], data["btb_joint"], int(data["count"]), data["weights"], rows
             )
 
     @staticmethod
@@ -229,9 +266,11 @@ class BaseProblem:
     condition_number: float
 
 
-def base_problem(
+def scaled_system(
     ne: NormalEquations, base: BaseParameters, nominal: ArrayLike | None, prior_weight: float
-) -> BaseProblem:
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """``A, b`` the base normal equations scaled by ``base.scale`` (``z = scale * theta_base``) and
+    ``H, g`` the same with the prior (:func:`base_problem`)."""
     if ne.parameters != len(base.parameter_names):
         raise IdentificationError(
             f"normal equations have {ne.parameters} parameters but the base parameters {len(base.parameter_names)}"
@@ -244,11 +283,6 @@ def base_problem(
     s = base.scale
     A = ne.ata[np.ix_(ix, ix)] / np.outer(s, s)
     b = ne.atb[ix] / s
-    eig, vec = np.linalg.eigh(A)
-    top = max(float(eig[-1]), 1e-300)
-    weak = eig < POORLY_EXCITED * top
-    poorly = sorted({base.names[int(np.argmax(np.abs(vec[:, k])))] for k in np.flatnonzero(weak)})
-    cond = float(np.sqrt(top / eig[0])) if eig[0] > 0 else float("inf")
     H, g = A.copy(), b.copy()
     if prior_weight > 0.0:
         nom = np.zeros(len(base.parameter_names)) if nominal is None else np.asarray(nominal, dtype=float)
@@ -258,7 +292,34 @@ def base_problem(
         p = prior_weight * ne.count * float(np.sum(ne.weights))
         H[np.diag_indices_from(H)] += p
         g += p * z0
-    return BaseProblem(H, g, A, s, max(ne.count * ne.joints - len(ix), 1), tuple(poorly), cond)
+    return A, b, H, g
+
+
+def base_problem(
+    ne: NormalEquations, base: BaseParameters, nominal: ArrayLike | None, prior_weight: float
+) -> BaseProblem:
+    A, _, H, g = scaled_system(ne, base, nominal, prior_weight)
+    eig, vec = np.linalg.eigh(A)
+    top = max(float(eig[-1]), 1e-300)
+    weak = eig < POORLY_EXCITED * top
+    poorly = sorted({base.names[int(np.argmax(np.abs(vec[:, k])))] for k in np.flatnonzero(weak)})
+    cond = float(np.sqrt(top / eig[0])) if eig[0] > 0 else float("inf")
+    dof = max(int(np.sum(ne.rows)) - len(base.independent), 1)
+    return BaseProblem(H, g, A, base.scale, dof, tuple(poorly), cond)
+
+
+def least_squares_objective(
+    ne: NormalEquations, base: BaseParameters, nominal: ArrayLike | None, prior_weight: float
+) -> float:
+    """The minimum of the weighted least-squares cost plus the prior of :func:`fit_least_squares`, up to a
+    constant that does not depend on the data (``btb - g^T H^-1 g``; one Cholesky factorisation): for
+    comparing models of the same data, e.g. a search over a nonlinear parameter."""
+    _, _, H, g = scaled_system(ne, base, nominal, prior_weight)
+    try:
+        factor = scipy.linalg.cho_factor(H)
+    except np.linalg.LinAlgError:
+        return float("inf")
+    return float(ne.btb - g @ scipy.linalg.cho_solve(factor, g))
 
 
 def fit_least_squares(
@@ -308,7 +369,7 @@ def finish(
         theta_base=theta_base,
         std_base=std,
         condition_number=prob.condition_number,
-        residual_rms=np.sqrt(rss / max(ne.count, 1)),
+        residual_rms=np.sqrt(rss / np.maximum(ne.rows, 1.0)),
         sigma2=sigma2,
         method=method,
         cost=cost,

@@ -24,8 +24,10 @@
 other parameter keeps its nominal value (its torque is subtracted as known). The payload — the
 identified last link minus the nominal one — is reported in the tool frame.
 
-(The module is slightly longer than 400 lines because the five steps are one sequence filling one
-result; the per-bag work, the fits and the report live in their own modules.)
+Step 1 is :func:`identify` here; steps 2–5 are :func:`.fitting.fit_statistics`; the result is
+:class:`.result.IdentificationResult`. With the default parameter set the data are reduced once with
+every friction law's parameters (:mod:`.friction_laws`), the chosen law is fitted and, for the report,
+every other law on the same split (:func:`compare_laws`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -42,299 +42,115 @@ import numpy as np
 
 from robot_dynamics.errors import ModelError
 from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.models.provenance import Provenance
 from robot_dynamics.models.robots import DEFAULT_ROBOT, load_robot
 
-from .base import BaseParameters, base_parameters
-from .consistent import fit_consistent
-from .estimate import Fit, NormalEquations, fit_least_squares
-from .parallel import default_jobs, map_tasks
-from .parameters import (
-    IdentificationError,
-    ParameterSet,
-    apply_parameters,
-    body_of,
-    link_parameters,
-    nominal_parameters,
-    physical_problem,
+from .fitting import fit_statistics
+from .friction_laws import (
+    DEFAULT_FRICTION,
+    FRICTION_LAWS,
+    check_friction,
+    friction_parameter_set,
+    reduction_parameter_set,
 )
-from .samples import BagTask, PipelineSettings, SampleStatistics, bag_statistics, bags_in_spans, expand_bags
+from .parallel import default_jobs, map_tasks
+from .parameters import IdentificationError, ParameterSet
+from .result import Excitation, IdentificationResult, payload_parameter_set
+from .samples import (
+    REVERSAL_VELOCITY,
+    WINDOW_S,
+    BagTask,
+    PipelineSettings,
+    SampleStatistics,
+    bag_statistics,
+    bags_in_spans,
+    expand_bags,
+)
 
-NOISE_FLOOR = 1e-6  # sigma_j is at least this fraction of joint j's RMS torque (noise-free data)
-COST_WARNING = 1.1  # consistent cost / least-squares cost above which the report warns
-RANK_TOLERANCE = 1e-10  # smallest eigenvalue / largest of the scaled base normal equations
-
-
-@dataclass(frozen=True)
-class Excitation:
-    """What the data determine: joints that never moved, base parameters left undetermined."""
-
-    static_joints: tuple[str, ...]
-    undetermined: tuple[str, ...]  # base parameter names
-    eigenvalue_ratio: float  # smallest / largest eigenvalue of the scaled base normal equations
-
-
-@dataclass
-class IdentificationResult:
-    """Everything :func:`identify` found (see :mod:`.report` for the JSON report and the plot)."""
-
-    model: RobotModel  # the nominal (stock) model
-    identified: RobotModel | None  # None: the fit's parameters make no loadable model (model_problem)
-    pset: ParameterSet
-    base: BaseParameters
-    fit: Fit
-    weights: FloatArray  # (n,) 1 / sigma_j^2 used in the second pass
-    noise_std: FloatArray  # (n,) sigma_j (estimated or given)
-    train: NormalEquations  # unweighted
-    holdout: NormalEquations | None
-    rms: dict[str, FloatArray | None]  # nominal_train, identified_train, nominal_holdout, identified_holdout
-    excitation: Excitation
-    bags: list[SampleStatistics]
-    settings: PipelineSettings
-    consistent: bool
-    prior_weight: float
-    sources: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    payload: dict[str, Any] | None = None
-    elapsed: dict[str, float] = field(default_factory=dict)
-    created: str = ""
-    model_problem: str | None = None
-    wls_cost: float = 0.0  # the weighted least-squares cost (the consistent fit's is fit.cost)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return self.pset.names(self.model)
-
-    @property
-    def offsets(self) -> FloatArray | None:
-        """The identified constant torque per joint (sensor bias), if the set has ``Fo``."""
-        if not self.pset.offset:
-            return None
-        cols = self.pset.layout(self.model).joint_column["Fo"]
-        return np.asarray(self.fit.theta[cols], dtype=float)
+__all__ = ["Excitation", "IdentificationResult", "compare_laws", "fit_statistics", "identify", "robot_geometry"]
 
 
-def payload_parameter_set(model: RobotModel) -> ParameterSet:
-    """The last link's inertial parameters and the offsets; everything else at its nominal value."""
-    return ParameterSet(armature=False, viscous=False, coulomb="none", offset=True, links=(model.dof - 1,))
+def _velocities(value: float | Sequence[float]) -> float | tuple[float, ...]:
+    if isinstance(value, (int, float)):
+        return float(value)
+    return tuple(float(v) for v in value)
 
 
-def _sum(parts: Sequence[NormalEquations | None]) -> NormalEquations | None:
-    total: NormalEquations | None = None
-    for part in parts:
-        if part is not None:
-            total = part if total is None else total + part
-    return total
+def robot_geometry(
+    robot: str | RobotModel, model: RobotModel, provenance: Provenance | None
+) -> list[FloatArray | None] | None:
+    """The URDF geometry of ``model``'s links (:func:`robot_dynamics.models.link_geometry.link_points`),
+    from the file and chain options of ``provenance`` or the URDF file ``robot``; None if there is none."""
+    from robot_dynamics.models.link_geometry import link_points
 
-
-def _rms_from_sse(sse: FloatArray, count: int) -> FloatArray:
-    return np.sqrt(np.asarray(sse, dtype=float) / max(count, 1))
-
-
-def check_excitation(ne: NormalEquations, base: BaseParameters, static: Sequence[str], model: RobotModel) -> Excitation:
-    """Base parameters the data cannot determine (module docstring, step 2).
-
-    The base normal equations, scaled by each base column's typical magnitude on random states
-    (``base.scale``), are decomposed; eigenvectors with eigenvalue below ``RANK_TOLERANCE`` times the
-    largest are directions without information, named by their dominant base parameters.
-    """
-    idx = np.asarray(base.independent, dtype=np.intp)
-    a = np.asarray(ne.ata_joint.sum(axis=0), dtype=float)[np.ix_(idx, idx)]
-    scale = np.asarray(base.scale, dtype=float)
-    scale = np.where(scale > 0.0, scale, 1.0)
-    s = a / np.outer(scale, scale)
-    values, vectors = np.linalg.eigh(0.5 * (s + s.T))
-    top = float(values[-1]) if values.size else 0.0
-    if not top > 0.0:
-        return Excitation(tuple(static), tuple(base.names), 0.0)
-    weak = values < RANK_TOLERANCE * top
-    names: list[str] = []
-    for k in np.flatnonzero(weak):
-        v = np.abs(vectors[:, k])
-        for i in np.flatnonzero(v >= 0.3 * v.max()):
-            if base.names[i] not in names:
-                names.append(base.names[i])
-    return Excitation(tuple(static), tuple(names), float(max(values[0], 0.0) / top))
-
-
-def _noise(ne: NormalEquations, theta: FloatArray, p_base: int) -> FloatArray:
-    """Per-joint residual standard deviation of ``theta`` on ``ne`` (degrees of freedom shared out)."""
-    n, count = ne.joints, ne.count
-    rss = ne.residual_rms(theta) ** 2 * count
-    dof = max(count - p_base / n, 1.0)
-    sigma = np.sqrt(rss / dof)
-    rms_tau = np.sqrt(np.maximum(np.asarray(ne.btb_joint, dtype=float), 0.0) / max(count, 1))
-    return np.maximum(sigma, NOISE_FLOOR * rms_tau + 1e-300)
-
-
-def _payload(model: RobotModel, theta: FloatArray, pset: ParameterSet) -> dict[str, Any]:
-    """The identified last link minus the nominal one, in the tool frame (mass, com, inertia about com)."""
-    lay = pset.layout(model)
-    last = model.dof - 1
-    phi = np.asarray(theta[lay.link_slice(last)], dtype=float)
-    delta = phi - link_parameters(model.joints[last].link)
-    out: dict[str, Any] = {"link": model.joints[last].link_name, "frame": "tool", "mass": float(delta[0])}
-    if not delta[0] > 0.0:
-        out["problem"] = f"identified payload mass {delta[0]:.6g} kg is not positive (no payload detected)"
-        return out
-    body = body_of(delta, where="payload")
-    r, p = model.tool[:3, :3], model.tool[:3, 3]
-    com = r.T @ (body.com - p)
-    inertia = r.T @ body.inertia @ r
-    out["com"] = com.tolist()
-    out["inertia"] = [inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[1, 2], inertia[0, 2]]
-    out["inertia_order"] = "Ixx, Iyy, Izz, Ixy, Iyz, Ixz (about the centre of mass, tool-frame axes)"
-    return out
-
-
-def _identified_model(
-    model: RobotModel, fit: Fit, pset: ParameterSet, consistent: bool, warnings: list[str]
-) -> RobotModel:
-    """The model with the fitted parameters; IdentificationError if no robot file could hold it.
-
-    The consistent fit is a rigid body per link by construction. A least-squares fit may leave links
-    the data hardly determine as no rigid body (a link's mass and first moments that only enter
-    regrouped, e.g. the PUMA's first link): kept with a warning when the model stays loadable
-    (mass >= 0, inertia positive semi-definite, friction and armature >= 0), refused otherwise.
-    """
-    from robot_dynamics.models.validation import inertia_definiteness_problem
-
-    try:
-        if consistent:
-            return fit.model(model, pset)
-        identified = apply_parameters(model, fit.theta, pset, check=False)
-    except ModelError as exc:
-        raise IdentificationError(f"the {fit.method} parameters do not make a robot model: {exc}") from None
-    problems = []
-    for joint in identified.joints:
-        link = joint.link
-        problem = "negative mass" if link.mass < 0.0 else inertia_definiteness_problem(link.inertia)
-        f = joint.friction
-        if problem is None and (f.viscous < 0.0 or f.coulomb[0] < 0.0 or f.coulomb[1] > 0.0):
-            problem = f"negative friction (viscous {f.viscous:.4g}, Coulomb {f.coulomb[0]:.4g}/{f.coulomb[1]:.4g})"
-        if problem is None and joint.motor is not None and joint.motor.inertia < 0.0:
-            problem = f"negative armature {joint.motor.reflected_inertia:.4g}"
-        if problem is not None:
-            problems.append(f"joint {joint.name!r}: {problem}")
-        elif link.mass > 0.0 and physical_problem(link_parameters(link)) is not None:
-            warnings.append(f"least-squares link of joint {joint.name!r} is no rigid body (triangle inequality)")
-    if problems:
-        raise IdentificationError(
-            "the least-squares parameters are not physically realisable (" + "; ".join(problems) + "); use the "
-            "consistent fit (--consistent) or record more exciting motion"
+    base: str | None = None
+    tip: str | None = None
+    locks: dict[str, float] = {}
+    if provenance is not None and provenance.robot:
+        source, base, tip, locks = (
+            provenance.robot,
+            provenance.base_link,
+            provenance.tip_link,
+            dict(provenance.locked_joints),
         )
-    return identified
+    elif isinstance(robot, str):
+        source = robot
+    else:
+        return None
+    if Path(source).suffix.lower() not in (".urdf", ".xml") or not Path(source).is_file():
+        return None
+    try:
+        points = link_points(source, base, tip, locks)
+    except (ModelError, OSError):
+        return None
+    return points if len(points) == model.dof else None
 
 
-def fit_statistics(
+def compare_laws(
     model: RobotModel,
-    pset: ParameterSet,
     stats: Sequence[SampleStatistics],
-    *,
-    settings: PipelineSettings | None = None,
-    consistent: bool = True,
-    noise_std: Sequence[float] | None = None,
-    prior_weight: float = 0.0,
-    seed: int = 0,
-    payload_only: bool = False,
-    sources: Sequence[str] = (),
-) -> IdentificationResult:
-    """Steps 2–5 of the module docstring on already reduced data sets."""
-    settings = settings or PipelineSettings()
-    if not stats:
-        raise IdentificationError("no data to identify from")
-    clock = time.perf_counter()
-    train = _sum([s.train for s in stats])
-    assert train is not None
-    holdout = _sum([s.holdout for s in stats])
-    n = model.dof
-    base = base_parameters(model, pset, rng=np.random.default_rng(seed))
-    nominal = nominal_parameters(model, pset)
-    static = [name for name in model.joint_names if all(name in s.static for s in stats)]
-    excitation = check_excitation(train, base, static, model)
-    warnings: list[str] = []
-    if train.count * n < len(base.names):
-        raise IdentificationError(
-            f"{train.count} training samples x {n} joints are fewer than the {len(base.names)} base parameters"
+    result: IdentificationResult,
+    coulomb: str,
+    options: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """Every friction law (:data:`.friction_laws.FRICTION_LAWS`) fitted like ``result`` on the same data
+    and split: per law the per-joint training and held-out RMS (every held-out row, and those at or above
+    the reversal velocity), the noise estimate, and one held-out score ``sqrt(mean_j rms_j^2 / sigma_j^2)``
+    on the latter rows, with ``result``'s ``sigma`` for every law."""
+    rows: list[dict[str, Any]] = []
+    for law in FRICTION_LAWS:
+        try:
+            r = (
+                result
+                if law == result.friction
+                else fit_statistics(
+                    model,
+                    friction_parameter_set(law, coulomb),
+                    stats,
+                    friction=law,
+                    base=result.base,  # reused where the law's parameters are the same (stribeck)
+                    ellipsoids=result.ellipsoids,
+                    **options,
+                )
+            )
+        except (IdentificationError, ModelError) as exc:
+            rows.append({"friction": law, "error": str(exc)})
+            continue
+        held, moving, train = r.rms["identified_holdout"], r.rms["identified_holdout_moving"], r.rms["identified_train"]
+        score = None if moving is None else float(np.sqrt(np.mean(moving**2 * result.weights)))
+        rows.append(
+            {
+                "friction": law,
+                "method": r.fit.method,
+                "holdout_score": score,
+                "holdout_rms": None if held is None else [float(v) for v in held],
+                "holdout_moving_rms": None if moving is None else [float(v) for v in moving],
+                "train_rms": None if train is None else [float(v) for v in train],
+                "noise_std": [float(v) for v in r.noise_std],
+                "deployable": r.identified is not None,
+            }
         )
-    if excitation.undetermined:
-        what = ", ".join(excitation.undetermined)
-        moved = f"peak to peak < {settings.min_motion:g}"
-        still = f"joints that never moved ({moved}): {', '.join(static)}; " if static else ""
-        if prior_weight <= 0.0:
-            raise IdentificationError(
-                f"the data do not determine these base parameters: {what} ({still}smallest/largest information "
-                f"{excitation.eigenvalue_ratio:.1e}). Move every joint through its range while recording, or pass "
-                "a prior weight (--prior W) to keep their nominal values"
-            )
-        warnings.append(f"not determined by the data, kept at nominal values by the prior: {what}")
-    if static:
-        warnings.append(f"joints that never moved in any bag: {', '.join(static)}")
-
-    if noise_std is not None:
-        sigma = np.asarray(noise_std, dtype=float)
-        if sigma.shape != (n,) or not np.all(sigma > 0.0):
-            raise IdentificationError(f"noise_std: expected {n} positive values, got {list(sigma)}")
-    else:  # first pass unweighted; its residuals weigh the second, whose residuals refine the weights once
-        sigma = _noise(train, fit_least_squares(train, base, nominal, prior_weight).theta, len(base.names))
-        refit = fit_least_squares(train.with_weights(1.0 / sigma**2), base, nominal, prior_weight)
-        sigma = _noise(train, refit.theta, len(base.names))
-    weights = 1.0 / sigma**2
-    weighted = train.with_weights(weights)
-    fit = wls = fit_least_squares(weighted, base, nominal=nominal, prior_weight=prior_weight)
-    if consistent:
-        if prior_weight > 0.0:
-            fit = fit_consistent(weighted, model, pset, base, nominal=nominal, prior_weight=prior_weight)
-        else:
-            fit = fit_consistent(weighted, model, pset, base, nominal=nominal)  # its own small default prior
-        ratio = fit.cost / wls.cost if wls.cost > 0.0 else 1.0
-        if ratio > COST_WARNING:
-            warnings.append(
-                f"the consistent fit's cost is {ratio:.2f} times the least-squares cost: the data ask for "
-                "parameters no rigid body has (published non-physical inertia, unmodelled effects, or poor "
-                "excitation); compare with --no-consistent"
-            )
-    identified: RobotModel | None = None
-    model_problem = None
-    try:
-        identified = _identified_model(model, fit, pset, consistent, warnings)
-        identified = identified.with_changes(name=f"{model.name}_identified", source="")
-    except IdentificationError as exc:
-        model_problem = str(exc)
-        warnings.append(model_problem)
-    held_count = holdout.count if holdout is not None else 0
-    rms: dict[str, FloatArray | None] = {
-        "nominal_train": _rms_from_sse(sum((s.nominal_sse_train for s in stats), np.zeros(n)), train.count),
-        "identified_train": np.asarray(train.residual_rms(fit.theta), dtype=float),
-        "nominal_holdout": None,
-        "identified_holdout": None,
-    }
-    if holdout is not None:
-        rms["nominal_holdout"] = _rms_from_sse(sum((s.nominal_sse_holdout for s in stats), np.zeros(n)), held_count)
-        rms["identified_holdout"] = np.asarray(holdout.residual_rms(fit.theta), dtype=float)
-    return IdentificationResult(
-        model=model,
-        identified=identified,
-        model_problem=model_problem,
-        wls_cost=wls.cost,
-        pset=pset,
-        base=base,
-        fit=fit,
-        weights=weights,
-        noise_std=sigma,
-        train=train,
-        holdout=holdout,
-        rms=rms,
-        excitation=excitation,
-        bags=list(stats),
-        settings=settings,
-        consistent=consistent,
-        prior_weight=prior_weight,
-        sources=list(sources),
-        warnings=warnings,
-        payload=_payload(model, fit.theta, pset) if payload_only else None,
-        elapsed={"fit_s": time.perf_counter() - clock},
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    )
+    return rows
 
 
 def identify(
@@ -355,6 +171,13 @@ def identify(
     scheduler: Any = None,
     progress: bool | None = None,
     seed: int = 0,
+    provenance: Provenance | None = None,
+    friction: str = DEFAULT_FRICTION,
+    reversal_velocity: float | Sequence[float] = REVERSAL_VELOCITY,
+    compare_friction: bool = True,
+    window: float = WINDOW_S,
+    bounded: bool = True,
+    geometry: Sequence[FloatArray | None] | None = None,
 ) -> IdentificationResult:
     """Identify ``robot``'s dynamic parameters from recorded bags (module docstring).
 
@@ -364,6 +187,15 @@ def identify(
     ``payload_only`` overrides it. ``holdout``: fraction of each bag (its end) kept for validation.
     ``noise_std``: per-joint torque noise (default: estimated, two-pass). ``prior_weight``: pull
     toward the nominal base parameters (needed when the data leave some undetermined).
+    ``friction``: the friction law (:data:`.friction_laws.FRICTION_LAWS`); ``reversal_velocity``: per
+    joint (or one) velocity below which a joint's training rows are left out (velocity reversals);
+    ``compare_friction``: fit every law on the same split and report each one's held-out RMS
+    (``result.friction_comparison``; not with ``pset`` or ``payload_only``). ``window``: seconds of the
+    Savitzky–Golay differentiation window. ``bounded``/``geometry``: each link's mass kept in a bounding
+    ellipsoid of its shapes (:mod:`.bounds`; default geometry: the URDF's, found through ``provenance``
+    or ``robot``; the joint frames where there is none).
+    ``provenance``: the robot file and chain options ``robot`` was loaded with, recorded in the model
+    file so that the same options load it as a no-op (:mod:`robot_dynamics.models.provenance`).
     ``jobs``/``scheduler``: where the bags are reduced (:mod:`.parallel`; with fewer bags than local
     ``jobs``, the bags are read here and their time spans shared among the processes). Errors a user can fix are
     :class:`IdentificationError` (bags) or :class:`ModelError` (robot).
@@ -372,36 +204,45 @@ def identify(
     model = robot if isinstance(robot, RobotModel) else load_robot(robot)
     items = [bags] if isinstance(bags, (str, os.PathLike)) else list(bags)
     paths = expand_bags([os.fspath(b) for b in items])
+    friction = check_friction(friction)
+    laws = pset is None and not payload_only  # the data reduced once for every friction law
     if payload_only:
         pset = payload_parameter_set(model)
     elif pset is None:
-        if coulomb not in ("tanh", "sign"):
-            raise IdentificationError(f"coulomb must be 'tanh' or 'sign', got {coulomb!r}")
-        pset = ParameterSet(coulomb=coulomb)  # type: ignore[arg-type]
+        pset = friction_parameter_set(friction, coulomb)
+    superset = reduction_parameter_set(coulomb) if laws else pset
     if settings is None:
         settings = PipelineSettings(
-            joint_states=joint_states, joint_map=tuple(sorted((joint_map or {}).items())), holdout=holdout
+            joint_states=joint_states,
+            joint_map=tuple(sorted((joint_map or {}).items())),
+            holdout=holdout,
+            reversal_velocity=_velocities(reversal_velocity),
+            window_s=window,
         )
     if scheduler is not None:  # workers elsewhere: absolute paths (the bags must be readable there)
         paths = [str(Path(path).resolve()) for path in paths]
-    tasks = [BagTask(path, model, pset, settings) for path in paths]
+    tasks = [BagTask(path, model, superset, settings) for path in paths]
     if scheduler is None and len(tasks) < (jobs or default_jobs()):
         # fewer bags than workers: read them here and share their time spans among the workers
         stats = bags_in_spans(tasks, jobs=jobs, progress=progress)
     else:
         stats = map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress)
     reduced = time.perf_counter()
-    result = fit_statistics(
-        model,
-        pset,
-        stats,
-        settings=settings,
-        consistent=consistent,
-        noise_std=noise_std,
-        prior_weight=prior_weight,
-        seed=seed,
-        payload_only=payload_only,
-        sources=paths,
-    )
+    options: dict[str, Any] = {
+        "settings": settings,
+        "consistent": consistent,
+        "noise_std": noise_std,
+        "prior_weight": prior_weight,
+        "seed": seed,
+        "payload_only": payload_only,
+        "sources": paths,
+        "reduced": superset,
+        "bounded": bounded,
+        "geometry": geometry if geometry is not None else robot_geometry(robot, model, provenance),
+    }
+    result = fit_statistics(model, pset, stats, friction=friction, **options)
+    if laws and compare_friction:
+        result.friction_comparison = compare_laws(model, stats, result, coulomb, options)
+    result.provenance = provenance
     result.elapsed = {"reduce_s": reduced - clock, **result.elapsed, "total_s": time.perf_counter() - clock}
     return result

@@ -134,18 +134,62 @@ def summary(result: IdentificationResult) -> dict[str, Any]:
         "base_parameters": base_rows,
         "unidentifiable": list(getattr(base, "unidentifiable", ())),
         "parameters": {name: float(v) for name, v in zip(names, np.asarray(fit.theta, dtype=float), strict=True)},
+        "parameter_table": parameter_table(result),
         "joints": joints,
-        "rms_note": "RMS of model - measured torque [N m or N]; identified includes the estimated offsets",
+        "rms_note": "RMS of model - measured torque [N m or N]; identified includes the estimated offsets; train: "
+        "rows at or above the reversal velocity; holdout: every held-out row; holdout_moving: those at or above it",
+        "friction": friction_block(result),
+        "friction_comparison": result.friction_comparison,
         "consistency": consistency(result),
+        "plausibility": {"bounded": result.bounded, "links": result.plausibility},
         "excitation": {
             "static_joints": list(result.excitation.static_joints),
             "undetermined": list(result.excitation.undetermined),
             "information_ratio": result.excitation.eigenvalue_ratio,
+            "condition_number": _finite(float(fit.condition_number)),
+            "peak_velocity": _floats(np.max([s.excitation for s in result.bags], axis=0)),
+            "rows_kept": _floats(result.train.rows / max(result.train.count, 1)),
         },
         "payload": result.payload,
         "warnings": list(result.warnings),
         "elapsed_s": {k: float(v) for k, v in result.elapsed.items()},
     }
+
+
+def parameter_table(result: IdentificationResult) -> list[dict[str, Any]]:
+    """Per parameter: stock and identified value, and the standard deviation where the parameter is a
+    base parameter by itself (the others enter the torques only in combinations: see base_parameters)."""
+    stock = nominal_parameters(result.model, result.pset)
+    alone = {
+        name: float(std)
+        for name, expression, std in zip(result.base.names, result.base.expressions, result.fit.std_base, strict=True)
+        if expression.split("=", 1)[-1].strip() == name
+    }
+    return [
+        {
+            "name": name,
+            "stock": float(s),
+            "identified": float(v),
+            "std": _finite(alone[name]) if name in alone else None,
+        }
+        for name, s, v in zip(result.names, stock, np.asarray(result.fit.theta, dtype=float), strict=True)
+    ]
+
+
+def friction_block(result: IdentificationResult) -> dict[str, Any]:
+    """The friction law fitted, the rows it left out, and the Stribeck terms if any."""
+    block: dict[str, Any] = {
+        "law": result.friction,
+        "reversal_velocity": _floats(result.settings.reversal(result.model)),
+        "window_s": result.settings.window_s,
+    }
+    if result.coulomb_widths is not None:
+        block["coulomb_width"] = _floats(result.coulomb_widths)
+    if result.stribeck is not None:
+        block["stribeck_velocity"] = _floats(result.stribeck.velocity)
+        block["stribeck_excess"] = _floats(result.stribeck.excess)
+        block["stribeck_excess_std"] = _floats(result.stribeck.std_excess)
+    return block
 
 
 def _pset(result: IdentificationResult) -> dict[str, Any]:
@@ -172,6 +216,7 @@ def metadata(result: IdentificationResult) -> dict[str, Any]:
         "bags": [s.name for s in result.bags],
         "created": result.created,
         "method": result.fit.method,
+        "friction": friction_block(result),
         "parameter_set": _pset(result),
         "samples": {"train": int(result.train.count), "holdout": int(result.holdout.count) if result.holdout else 0},
         "condition_number": _finite(float(result.fit.condition_number)),
@@ -179,6 +224,28 @@ def metadata(result: IdentificationResult) -> dict[str, Any]:
         "offsets_not_deployed": _floats(result.offsets),
         "tool": "robot-dynamics identify",
     }
+
+
+def friction_table(result: IdentificationResult) -> list[str]:
+    """The friction laws side by side on the held-out rows at or above the reversal velocity."""
+    rows = result.friction_comparison
+    if not rows:
+        return []
+    names = result.model.joint_names
+    lines = [
+        "held-out RMS per friction law (rows at or above the reversal velocity; score: RMS / sigma over joints)",
+        f"{'law':<20}{'score':>8}  " + " ".join(f"{name[:10]:>10}" for name in names),
+    ]
+    for row in rows:
+        mark = " *" if row["friction"] == result.friction else ""
+        if "error" in row:
+            lines.append(f"{row['friction'] + mark:<20}  failed: {row['error']}")
+            continue
+        held = row.get("holdout_moving_rms") or row.get("holdout_rms")
+        score = row.get("holdout_score")
+        cells = " ".join(f"{v:10.4g}" for v in held) if held else "-"
+        lines.append(f"{row['friction'] + mark:<20}{score if score is not None else float('nan'):8.3f}  {cells}")
+    return lines
 
 
 def format_table(result: IdentificationResult) -> str:
@@ -203,6 +270,7 @@ def format_table(result: IdentificationResult) -> str:
             f"{name:<12}{cell('nominal_train')}{cell('identified_train')}{cell('nominal_holdout')}"
             f"{cell('identified_holdout')}{result.noise_std[j]:10.3g}"
         )
+    lines += friction_table(result)
     lines += [f"warning: {w}" for w in result.warnings]
     if result.payload is not None:
         p = result.payload
@@ -230,7 +298,8 @@ def model_text(result: IdentificationResult, fmt: str = "yaml") -> str:
     if result.identified is None:
         raise IdentificationError(result.model_problem or "no identified model")
     if fmt == "yaml":
-        return dumps_chain_yaml(result.identified, identified=metadata(result), header=header)
+        provenance = result.provenance.block() if result.provenance is not None else None
+        return dumps_chain_yaml(result.identified, identified=metadata(result), header=header, provenance=provenance)
     if fmt == "urdf":
         from robot_dynamics.models import model_to_urdf
 

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from robot_dynamics.bag.decode import JointStateSeries, decode_joint_states
-from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER, DEFAULT_WINDOW_S
+from robot_dynamics.bag.differentiate import DEFAULT_POLYORDER
 from robot_dynamics.bag.reader import JOINT_STATE, BagError, read_topics, topic_name
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import FloatArray, RobotModel
@@ -43,10 +43,16 @@ from robot_dynamics.model import FloatArray, RobotModel
 from .estimate import NormalEquations
 from .parallel import map_tasks
 from .parameters import IdentificationError, ParameterSet
-from .spans import Plan, Span, SpanResult, derivatives, fold, plan, reduce_span, shared, spans
+from .spans import Part, Plan, Span, SpanResult, derivatives, fold, plan, reduce_span, shared, spans
+from .stribeck import GRID as STRIBECK_GRID
+
+# rad/s or m/s: the tanh widths the smooth-coulomb law searches, octaves about the default 0.01
+COULOMB_WIDTHS = 0.01 * 2.0 ** np.arange(-2, 6)
 
 CHUNK = 20_000  # states per regressor block (~100 MB of temporaries for a 7-DoF arm)
 MIN_MOTION = 0.01  # rad or m, peak to peak: less and the joint counts as standing still in that bag
+REVERSAL_VELOCITY = 0.1  # rad/s or m/s: slower and a joint's training rows are left out (stiction at reversals)
+WINDOW_S = 0.05  # s: Savitzky-Golay window of the identification (half the bag tools' default: less smoothing bias)
 BAG_SUFFIXES = (".mcap", ".db3")
 
 
@@ -57,12 +63,36 @@ class PipelineSettings:
     joint_states: str = "joint_states"
     joint_map: tuple[tuple[str, str], ...] = ()  # (bag joint name, model joint name)
     holdout: float = 0.3
-    window_s: float = DEFAULT_WINDOW_S
+    window_s: float = WINDOW_S
     polyorder: int = DEFAULT_POLYORDER
     min_motion: float = MIN_MOTION
     chunk: int = CHUNK
+    reversal_velocity: float | tuple[float, ...] = REVERSAL_VELOCITY  # per joint, or one for all
+    stribeck_grid: tuple[float, ...] = tuple(float(v) for v in STRIBECK_GRID)  # () = no Stribeck sums
+    coulomb_widths: tuple[float, ...] = tuple(float(v) for v in COULOMB_WIDTHS)  # () = no Coulomb-width sums
+
+    def grids(self) -> dict[str, FloatArray]:
+        """The column families reduced alongside (:mod:`.columns`) and their grids."""
+        out = {"stribeck": np.asarray(self.stribeck_grid, dtype=float), "coulomb": np.asarray(self.coulomb_widths)}
+        return {k: v for k, v in out.items() if v.size}
+
+    def reversal(self, model: RobotModel) -> FloatArray:
+        """``(n,)`` velocity below which a joint's training rows are left out (step 5)."""
+        v = np.asarray(self.reversal_velocity, dtype=float)
+        if v.ndim == 0:
+            return np.full(model.dof, float(v))
+        if v.shape != (model.dof,):
+            raise IdentificationError(
+                f"reversal velocity: expected one value or {model.dof} (one per joint of {model.name!r}), got {len(v)}"
+            )
+        return v.copy()
 
     def __post_init__(self) -> None:
+        v = np.asarray(self.reversal_velocity, dtype=float)
+        if v.ndim > 1 or not np.all(np.isfinite(v)) or np.any(v < 0.0):
+            raise IdentificationError(f"reversal_velocity must be >= 0 (one value or one per joint), got {v.tolist()}")
+        if v.ndim == 1:
+            object.__setattr__(self, "reversal_velocity", tuple(float(x) for x in v))
         if not 0.0 <= self.holdout < 1.0:
             raise IdentificationError(f"holdout must be in [0, 1), got {self.holdout}")
         if not self.min_motion >= 0.0:
@@ -71,18 +101,35 @@ class PipelineSettings:
 
 @dataclass(frozen=True)
 class SampleStatistics:
-    """What one data set contributes: normal equations and error sums, train and held-out parts."""
+    """What one data set contributes: the sums (:class:`.spans.Part`: normal equations, stock-model
+    squared errors, Stribeck column sums) of the training rows (those below the reversal velocity
+    left out) and of the held-out rows (all of them, the slow ones also on their own)."""
 
     name: str
-    train: NormalEquations
-    holdout: NormalEquations | None
-    nominal_sse_train: FloatArray  # (n,) sum of (stock model - measured)^2 per joint
-    nominal_sse_holdout: FloatArray
+    train_sums: Part
+    holdout_sums: Part | None
     messages: int  # joint states read
     duration: float  # s
     motion: FloatArray  # (n,) peak-to-peak position per joint
     static: tuple[str, ...] = ()  # joints that stood still in this data set
     excitation: FloatArray = field(default_factory=lambda: np.zeros(0))  # (n,) max |qd| per joint (train)
+
+    @property
+    def train(self) -> NormalEquations:
+        return self.train_sums.ne
+
+    @property
+    def holdout(self) -> NormalEquations | None:
+        return None if self.holdout_sums is None else self.holdout_sums.ne
+
+    @property
+    def nominal_sse_train(self) -> FloatArray:
+        """(n,) sum of (stock model - measured)^2 per joint over the training rows."""
+        return self.train_sums.sse
+
+    @property
+    def nominal_sse_holdout(self) -> FloatArray:
+        return np.zeros_like(self.train_sums.sse) if self.holdout_sums is None else self.holdout_sums.sse
 
 
 @dataclass(frozen=True)
@@ -190,8 +237,14 @@ def _split(
     """The data set's plan, its training spans then its held-out spans, and the number of training spans."""
     cut = plan(t, q, settings, name)
     chunk = max(1, int(settings.chunk))
-    train = spans(model, pset, t, q, qd, tau, cut.train, cut, chunk, name)
-    held = spans(model, pset, t, q, qd, tau, cut.holdout, cut, chunk, name) if cut.holdout is not None else []
+    grid = settings.grids()
+    reversal = np.where(cut.static, 0.0, settings.reversal(model))  # a joint standing still keeps its rows
+    train = spans(model, pset, t, q, qd, tau, cut.train, cut, chunk, name, reversal, grid)
+    held = (
+        []
+        if cut.holdout is None
+        else spans(model, pset, t, q, qd, tau, cut.holdout, cut, chunk, name, reversal, grid, True)
+    )
     return cut, train + held, len(train)
 
 
@@ -199,15 +252,13 @@ def _statistics(
     model: RobotModel, name: str, t: FloatArray, cut: Plan, results: list[SpanResult], n_train: int
 ) -> SampleStatistics:
     n = model.dof
-    ne_train, sse_train, peak = fold(results[:n_train], n)
-    ne_held, sse_held, _ = fold(results[n_train:], n)
-    assert ne_train is not None
+    train, peak = fold(results[:n_train], n)
+    held, _ = fold(results[n_train:], n)
+    assert train is not None
     return SampleStatistics(
         name=name,
-        train=ne_train,
-        holdout=ne_held,
-        nominal_sse_train=sse_train,
-        nominal_sse_holdout=sse_held,
+        train_sums=train,
+        holdout_sums=held,
         messages=int(t.shape[0]),
         duration=float(t[-1] - t[0]),
         motion=cut.motion,

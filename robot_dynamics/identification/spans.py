@@ -23,9 +23,78 @@ from robot_dynamics.bag.differentiate import SavitzkyGolay, savgol
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import FloatArray, RobotModel
 
+from .columns import ColumnSums, direction
 from .estimate import NormalEquations, _gram
 from .parameters import IdentificationError, ParameterSet, nominal_parameters
 from .regressor import friction_law, joint_rows
+
+Grids = dict[str, FloatArray]  # column family (.columns.SHAPES) -> grid of its nonlinear parameter
+
+
+@dataclass
+class Part:
+    """One chunk's sums: normal equations, the stock model's squared errors ``(n,)`` and the column
+    families' sums (:class:`.columns.ColumnSums`, by shape) over the same rows; ``slow``: the same sums over
+    the rows below the reversal velocity alone (held-out data, whose ``ne`` holds every row; else None)."""
+
+    ne: NormalEquations
+    sse: FloatArray
+    families: dict[str, ColumnSums]
+    slow: Part | None = None
+
+    def __add__(self, other: Part) -> Part:
+        families = {k: v + other.families[k] for k, v in self.families.items() if k in other.families}
+        slow = None if self.slow is None or other.slow is None else self.slow + other.slow
+        return Part(self.ne + other.ne, self.sse + other.sse, families, slow)
+
+    def select(self, keep: NDArray[np.intp], fixed: FloatArray) -> Part:
+        """The sums of the parameters ``keep`` alone, the others held at ``fixed`` (``NormalEquations.select``)."""
+        families = {k: v.select(keep, fixed) for k, v in self.families.items()}
+        slow = None if self.slow is None else self.slow.select(keep, fixed)
+        return Part(self.ne.select(keep, fixed), self.sse, families, slow)
+
+    def moving(self) -> Part:
+        """The sums of the rows at or above the reversal velocity: all rows less the slow ones."""
+        if self.slow is None:
+            return self
+        slow = self.slow
+        families = {k: v - slow.families[k] for k, v in self.families.items() if k in slow.families}
+        return Part(self.ne - slow.ne, self.sse - slow.sse, families)
+
+
+class _Chunk:
+    """The sums of one chunk, filled joint by joint (:func:`accumulate_parts`)."""
+
+    def __init__(self, n: int, p: int, count: int, grids: Grids) -> None:
+        self.ata, self.atb, self.btb = np.zeros((n, p, p)), np.zeros((n, p)), np.zeros(n)
+        self.rows, self.sse, self.count = np.zeros(n), np.zeros(n), count
+        self.families = {k: ColumnSums.empty(k, np.tile(g, (n, 1)), p) for k, g in grids.items()}
+
+    def add(
+        self,
+        j: int,
+        cols: NDArray[np.intp],
+        A: FloatArray,
+        b: FloatArray,
+        error: FloatArray,
+        s: FloatArray,
+        v: FloatArray,
+    ) -> None:
+        """Joint ``j``'s rows ``A`` (theta ``cols``), right-hand side ``b``, stock error, direction, velocity."""
+        self.rows[j] += len(b)
+        self.sse[j] += error @ error
+        if not len(b):
+            return
+        A = np.asfortranarray(A)
+        self.ata[j][np.ix_(cols, cols)] += _gram(A)
+        self.atb[j, cols] += b @ A
+        self.btb[j] += b @ b
+        for family in self.families.values():
+            family.add_rows(j, cols, A, s, v, b)
+
+    def part(self, slow: Part | None = None) -> Part:
+        ne = NormalEquations(self.ata, self.atb, self.btb, self.count, rows=self.rows)
+        return Part(ne, self.sse, self.families, slow)
 
 
 def accumulate_parts(
@@ -36,8 +105,16 @@ def accumulate_parts(
     qdd: FloatArray,
     tau: FloatArray,
     chunk: int,
-) -> list[tuple[NormalEquations, FloatArray]]:
-    """Per chunk: the normal equations of ``tau - fixed`` and the stock model's squared errors ``(n,)``."""
+    reversal: FloatArray | None = None,
+    grids: Grids | None = None,
+    held_out: bool = False,
+) -> list[Part]:
+    """Per chunk the sums (:class:`Part`) of ``tau - fixed``, the torque the parameters explain.
+
+    ``reversal (n,)``: joint ``j``'s rows with ``|qd_j| < reversal_j`` (near a velocity reversal, where
+    real friction sticks and leaves any law of the velocity) are left out of its sums, or with
+    ``held_out`` kept and summed again on their own (``Part.slow``). ``grids``: the column families
+    (:mod:`.columns`) whose sums are reduced alongside, over the same rows, and their grids."""
     from robot_dynamics.dynamics import inverse_dynamics
 
     smooth, reference = friction_law(model, pset)
@@ -47,7 +124,7 @@ def accumulate_parts(
     for start in range(0, q.shape[0], chunk):
         sl = slice(start, start + chunk)
         stock = np.asarray(inverse_dynamics(model, q[sl], qd[sl], qdd[sl], friction=True, smooth=True), dtype=float)
-        sse = np.sum((stock - tau[sl]) ** 2, axis=0)
+        error = stock - tau[sl]
         if smooth and reference is model:
             law = stock
         else:
@@ -55,13 +132,23 @@ def accumulate_parts(
         # the fitted torque tau - fixed, fixed = law - Y theta0 (the torque outside Y theta at the
         # model's values), joint by joint from the regressor's non-zero rows (never (N, n, p))
         target = tau[sl] - law
-        ata, atb, btb = np.zeros((n, p, p)), np.zeros((n, p)), np.zeros(n)
+        count = int(target.shape[0])
+        main = _Chunk(n, p, count, grids or {})
+        slow = _Chunk(n, p, count, grids or {}) if held_out and reversal is not None else None
+        s = direction(pset, qd[sl])
         for j, cols, A in joint_rows(model, q[sl], qd[sl], qdd[sl], pset):
             b = target[:, j] + A @ theta0[cols]
-            ata[j][np.ix_(cols, cols)] = _gram(A)
-            atb[j, cols] = b @ A
-            btb[j] = b @ b
-        parts.append((NormalEquations(ata, atb, btb, int(target.shape[0])), sse))
+            v, e, sj = qd[sl, j], error[:, j], s[:, j]
+            below = np.abs(v) < reversal[j] if reversal is not None else np.zeros(count, dtype=bool)
+            if slow is not None:  # every row, and the slow ones again on their own
+                main.add(j, cols, A, b, e, sj, v)
+                slow.add(j, cols, A[below], b[below], e[below], sj[below], v[below])
+            elif not below.any():
+                main.add(j, cols, A, b, e, sj, v)
+            else:
+                fast = ~below
+                main.add(j, cols, A[fast], b[fast], e[fast], sj[fast], v[fast])
+        parts.append(main.part(None if slow is None else slow.part()))
     return parts
 
 
@@ -144,6 +231,9 @@ class Span:
     filt: SavitzkyGolay
     static: NDArray[np.bool_]
     chunk: int
+    reversal: FloatArray | None = None  # (n,) rows of joint j with |qd_j| below this are left out (training)
+    grids: Grids | None = None  # column families whose sums are reduced too, and their grids
+    held_out: bool = False  # keep the slow rows, and sum them again on their own (accumulate_parts)
 
 
 def derivatives(span: Span) -> tuple[FloatArray, FloatArray]:
@@ -174,8 +264,12 @@ def spans(
     cut: Plan,
     chunk: int,
     name: str,
+    reversal: FloatArray | None = None,
+    grids: Grids | None = None,
+    held_out: bool = False,
 ) -> list[Span]:
-    """``rows`` cut into spans of ``chunk`` states (the last may be shorter), each with its halo."""
+    """``rows`` cut into spans of ``chunk`` states (the last may be shorter), each with its halo;
+    ``reversal``: the per-joint velocity below which a joint's rows are left out (:func:`accumulate_parts`)."""
     half = cut.filt.window // 2
     out = []
     for start in range(rows.start, rows.stop, chunk):
@@ -194,6 +288,9 @@ def spans(
                 cut.filt,
                 cut.static,
                 chunk,
+                reversal,
+                grids,
+                held_out,
             )
         )
     return out
@@ -201,7 +298,7 @@ def spans(
 
 @dataclass(frozen=True)
 class SpanResult:
-    parts: list[tuple[NormalEquations, FloatArray]]  # per chunk: normal equations, stock-model squared errors
+    parts: list[Part]  # per chunk: normal equations, stock-model squared errors, Stribeck sums
     peak: FloatArray  # (n,) max |qd| over the rows
 
 
@@ -224,20 +321,29 @@ def reduce_span(span: Span) -> SpanResult:
     rows = span.rows
     try:
         model = shared(span.model)
-        parts = accumulate_parts(model, span.pset, span.q[rows], qd, qdd, span.tau[rows], span.chunk)
+        parts = accumulate_parts(
+            model,
+            span.pset,
+            span.q[rows],
+            qd,
+            qdd,
+            span.tau[rows],
+            span.chunk,
+            span.reversal,
+            span.grids,
+            span.held_out,
+        )
     except RobotDynamicsError as exc:
         raise IdentificationError(f"{span.name}: {exc}") from None
     return SpanResult(parts, np.max(np.abs(qd), axis=0))
 
 
-def fold(results: list[SpanResult], dof: int) -> tuple[NormalEquations | None, FloatArray, FloatArray]:
-    """The spans' chunks added in order: normal equations, stock-model squared errors ``(n,)``, peak ``|qd|``."""
-    total: NormalEquations | None = None
-    sse = np.zeros(dof)
+def fold(results: list[SpanResult], dof: int) -> tuple[Part | None, FloatArray]:
+    """The spans' chunks added in order (None if there are none), and the peak ``|qd|`` per joint."""
+    total: Part | None = None
     peak: FloatArray = np.zeros(dof)
     for result in results:
-        for ne, part in result.parts:
-            total = ne if total is None else total + ne
-            sse += part
+        for part in result.parts:
+            total = part if total is None else total + part
         peak = np.maximum(peak, result.peak)
-    return total, sse, peak
+    return total, peak

@@ -24,7 +24,8 @@ from robot_dynamics.errors import ModelError, StateError
 from robot_dynamics.model import FloatArray, RobotModel
 
 from .base import BaseParameters
-from .estimate import Fit, NormalEquations, accumulate, base_problem, finish
+from .columns import ColumnSums, direction
+from .estimate import BaseProblem, Fit, NormalEquations, accumulate, base_problem, finish
 from .parameters import IdentificationError, ParameterSet, apply_parameters
 from .regressor import CHUNK, joint_rows
 
@@ -45,47 +46,41 @@ class StribeckFit:
 
     def model(self, model: RobotModel, pset: ParameterSet, *, check: bool = True) -> RobotModel:
         """``model`` with the fitted parameters and static levels ``Tc +- excess`` at ``velocity``."""
-        updated = apply_parameters(model, self.fit.theta, pset, check=check)
-        joints = list(updated.joints)
-        for j, joint in enumerate(joints):
-            fr = joint.friction
-            static = (fr.coulomb[0] + self.excess[j], fr.coulomb[1] - self.excess[j])
-            if check and (static[0] < 0.0 or static[1] > 0.0):
-                raise ModelError(
-                    model.source or model.name,
-                    f"joints[{j}].friction.static",
-                    f"joint {joint.name!r}: Stribeck excess {self.excess[j]:.6g} gives static levels {static}",
-                )
-            joints[j] = replace(joint, friction=replace(fr, static=static, stribeck_velocity=float(self.velocity[j])))
-        return updated.with_changes(joints=tuple(joints))
+        return with_stribeck(
+            apply_parameters(model, self.fit.theta, pset, check=check), self.velocity, self.excess, check
+        )
 
 
-@dataclass(frozen=True, eq=False)
-class _Sums:
-    grids: FloatArray  # (n, m)
-    cross: FloatArray  # (n, p, m): sum Y_j^T S_j
-    gram: FloatArray  # (n, m): sum S_j^2 for each grid value (the columns of different joints never meet)
-    rhs: FloatArray  # (n, m): sum S_j tau_j
+def with_stribeck(model: RobotModel, velocity: ArrayLike, excess: ArrayLike, check: bool = True) -> RobotModel:
+    """``model`` with per joint the Stribeck static levels ``Tc +- excess`` at Stribeck ``velocity``."""
+    joints = list(model.joints)
+    v, e = np.asarray(velocity, dtype=float), np.asarray(excess, dtype=float)
+    for j, joint in enumerate(joints):
+        fr = joint.friction
+        static = (fr.coulomb[0] + e[j], fr.coulomb[1] - e[j])
+        if check and (static[0] < 0.0 or static[1] > 0.0):
+            raise ModelError(
+                model.source or model.name,
+                f"joints[{j}].friction.static",
+                f"joint {joint.name!r}: Stribeck excess {e[j]:.6g} gives static levels {static}",
+            )
+        joints[j] = replace(joint, friction=replace(fr, static=static, stribeck_velocity=float(v[j])))
+    return model.with_changes(joints=tuple(joints))
 
 
-def _sums(model: RobotModel, arrays: list[FloatArray], pset: ParameterSet, grids: FloatArray, chunk: int) -> _Sums:
-    n, p, m = model.dof, pset.size(model), grids.shape[1]
-    cross, gram, rhs = np.zeros((n, p, m)), np.zeros((n, m)), np.zeros((n, m))
+def _sums(model: RobotModel, arrays: list[FloatArray], pset: ParameterSet, grids: FloatArray, chunk: int) -> ColumnSums:
+    sums = ColumnSums.empty("stribeck", grids, pset.size(model))
     q, qd, qdd, tau = arrays
     for start in range(0, q.shape[0], chunk):
         sl = slice(start, start + chunk)
-        v = qd[sl]
-        s = np.tanh(v / pset.coulomb_velocity) if pset.coulomb == "tanh" else np.sign(v)
-        for j, cols, A in joint_rows(model, q[sl], v, qdd[sl], pset):
-            S = s[:, j, None] * np.exp(-np.abs(v[:, j, None]) / grids[j])  # (N, m)
-            cross[j][cols] += A.T @ S
-            gram[j] += np.einsum("km,km->m", S, S)
-            rhs[j] += tau[sl, j] @ S
-    return _Sums(grids, cross, gram, rhs)
+        s = direction(pset, qd[sl])
+        for j, cols, A in joint_rows(model, q[sl], qd[sl], qdd[sl], pset):
+            sums.add_rows(j, cols, A, s[:, j], qd[sl, j], tau[sl, j])
+    return sums
 
 
 def _solve(
-    ne: NormalEquations, base: BaseParameters, H: FloatArray, g: FloatArray, sums: _Sums, pick: list[int]
+    ne: NormalEquations, base: BaseParameters, H: FloatArray, g: FloatArray, sums: ColumnSums, pick: list[int]
 ) -> tuple[float, FloatArray, FloatArray]:
     """Augmented scaled system for grid choices ``pick``: (cost up to a constant, solution, matrix)."""
     n, pb = ne.joints, base.rank
@@ -98,20 +93,32 @@ def _solve(
         Ha[:pb, pb + j] = Ha[pb + j, :pb] = col
         Ha[pb + j, pb + j] = w[j] * sums.gram[j, pick[j]]
         ga[pb + j] = w[j] * sums.rhs[j, pick[j]]
-    z = np.asarray(np.linalg.solve(Ha, ga), dtype=float)
+    try:
+        z = np.asarray(np.linalg.solve(Ha, ga), dtype=float)
+    except np.linalg.LinAlgError:  # a joint whose Stribeck column is empty (it never moved): excess 0
+        z = np.asarray(np.linalg.lstsq(Ha, ga, rcond=None)[0], dtype=float)
     return -float(ga @ z), z, Ha
 
 
 def _descend(
-    ne: NormalEquations, base: BaseParameters, H: FloatArray, g: FloatArray, sums: _Sums, sweeps: int
+    ne: NormalEquations,
+    base: BaseParameters,
+    H: FloatArray,
+    g: FloatArray,
+    sums: ColumnSums,
+    sweeps: int,
+    smallest: FloatArray | None = None,
 ) -> list[int]:
+    """Coordinate descent over the grid values (per joint only those ``>= smallest[j]``)."""
     n, m = sums.grids.shape
-    pick = [m // 2] * n
+    low = np.zeros(n) if smallest is None else np.asarray(smallest, dtype=float)
+    first = [min(int(np.searchsorted(sums.grids[j], low[j])), m - 1) for j in range(n)]
+    pick = [max(m // 2, first[j]) for j in range(n)]
     best = _solve(ne, base, H, g, sums, pick)[0]
     for _ in range(sweeps):
         changed = False
         for j in range(n):
-            for k in range(m):
+            for k in range(first[j], m):
                 trial = [*pick[:j], k, *pick[j + 1 :]]
                 cost = _solve(ne, base, H, g, sums, trial)[0]
                 if cost < best - 1e-12 * abs(best):
@@ -162,27 +169,53 @@ def fit_stribeck(
     fine = np.array([coarse[k] * np.geomspace(1.0 / ratio, ratio, 11) for k in pick])
     sums = _sums(model, arrays, pset, fine, step)
     pick = _descend(ne, base, prob.H, prob.g, sums, sweeps)
+    return _finish(ne, base, prob, sums, pick, nominal)
+
+
+def fit_stribeck_sums(
+    ne: NormalEquations,
+    sums: ColumnSums,
+    base: BaseParameters,
+    nominal: ArrayLike | None = None,
+    prior_weight: float = 0.0,
+    *,
+    sweeps: int = 4,
+    smallest: ArrayLike | None = None,
+) -> StribeckFit:
+    """:func:`fit_stribeck` from reduced data: the normal equations ``ne`` (with their weights) and the
+    Stribeck column sums ``sums`` of the same rows; the velocities are searched on ``sums.grids`` only,
+    per joint not below ``smallest[j]`` (rows slower than a threshold ``v`` left out: a Stribeck
+    velocity far below ``v`` leaves a column of almost zeros, whose excess the data cannot bound)."""
+    prob = base_problem(ne, base, nominal, prior_weight)
+    pick = _descend(ne, base, prob.H, prob.g, sums, sweeps, None if smallest is None else np.asarray(smallest))
+    return _finish(ne, base, prob, sums, pick, nominal)
+
+
+def _finish(
+    ne: NormalEquations,
+    base: BaseParameters,
+    prob: BaseProblem,
+    sums: ColumnSums,
+    pick: list[int],
+    nominal: ArrayLike | None,
+) -> StribeckFit:
+    n = ne.joints
     _, z, Ha = _solve(ne, base, prob.H, prob.g, sums, pick)
     pb = base.rank
     theta_base = z[:pb] / base.scale
     excess = z[pb:].copy()
-    velocity = np.array([fine[j, pick[j]] for j in range(n)])
+    velocity = np.array([sums.grids[j, pick[j]] for j in range(n)])
     theta = base.to_full(theta_base, nominal)
-    # residuals with the Stribeck columns: rss_j = |tau_j - Y_j theta - Delta_j S_j|^2
-    stribeck_cross = np.array([sums.cross[j][:, pick[j]] for j in range(n)])  # (n, p)
-    gram = np.array([sums.gram[j, pick[j]] for j in range(n)])
-    rhs = np.array([sums.rhs[j, pick[j]] for j in range(n)])
-    rss = ne.residual_sum(theta) - 2.0 * excess * rhs + 2.0 * excess * (stribeck_cross @ theta) + excess**2 * gram
-    rss = np.maximum(rss, 0.0)
+    rss = sums.known(ne, pick, excess).residual_sum(theta)
     cost = float(ne.weights @ rss)
-    dof = max(ne.count * n - pb - n, 1)
-    cov = (cost / dof) * np.linalg.inv(Ha)
+    dof = max(int(np.sum(ne.rows)) - pb - n, 1)
+    cov = (cost / dof) * np.linalg.pinv(Ha)
     std = np.sqrt(np.maximum(np.diag(cov), 0.0))
     linear = finish(ne, base, prob, theta, theta_base, "wls+stribeck")
     fit = replace(
         linear,
         std_base=std[:pb] / base.scale,
-        residual_rms=np.sqrt(rss / max(ne.count, 1)),
+        residual_rms=np.sqrt(rss / np.maximum(ne.rows, 1.0)),
         sigma2=cost / dof,
         cost=cost,
     )

@@ -27,6 +27,7 @@ identified models and other generated robots are written in this format, which i
     named_poses: {home: [0, 0, 0, 0, 0, 0, 0]}
     dh: {convention: standard, rows: [{type: revolute, a: 0, alpha: 1.5708, d: 0.67, theta: 0}, ...]}
     identified: {...}                         # free-form metadata (source robot, bags, method, date)
+    provenance: {robot: panda.urdf, tip_link: panda_hand, locked_joints: {...}, joint_map: {...}}  # .provenance
 
 Units are SI and radians throughout (no ``angle_unit``). Link inertial data are in the joint frame
 ``F_i`` (centre of mass ``com``, inertia about the centre of mass with ``F_i``'s axes, the URDF
@@ -53,7 +54,8 @@ import yaml
 from ..errors import ModelError
 from ..model import DHRow, DHTable, FloatArray, Inertial, Joint, JointFriction, Limits, Motor, RobotModel
 from ..model import dh_joint_frames as _dh_joint_frames
-from .dh_yaml import _friction, _limits, _link, _motor, _pose, _Reader, parse_dh, read_yaml
+from .dh_yaml import _friction, _limits, _link, _motor, _pose, _Reader, read_yaml
+from .provenance import read_provenance
 from .validation import (
     inertia_triangle_problem,
     require_list,
@@ -80,6 +82,7 @@ TOP_KEYS = (
     "joints",
     "dh",
     "identified",
+    "provenance",
 )
 JOINT_KEYS = ("name", "type", "origin", "axis", "limits", "link", "motor", "friction", "notes")
 DH_KEYS = ("convention", "rows")
@@ -94,15 +97,6 @@ DH_ORIGIN_TOLERANCE = 1e-9  # m / rad: a ``dh`` block must reproduce the joint o
 def is_chain_document(data: object) -> bool:
     """Whether a parsed YAML document declares ``format: chain``."""
     return isinstance(data, Mapping) and data.get("format") == FORMAT
-
-
-def load_yaml_robot(path: str | Path) -> RobotModel:
-    """A robot YAML file of either format: ``format: chain`` (this module) or a DH table."""
-    file = Path(path)
-    data = read_yaml(read_text_file(file), file.name)
-    if is_chain_document(data):
-        return parse_chain(data, source=file.name, location=str(file))
-    return parse_dh(data, source=file.name, location=str(file))
 
 
 def load_chain_yaml(path: str | Path) -> RobotModel:
@@ -195,6 +189,7 @@ def parse_chain(data: object, source: str, location: str | None = None) -> Robot
             require_str(top.data[text_key], source, text_key)
     if top.has("identified"):
         require_mapping(top.data["identified"], source, "identified")
+    read_provenance(data, source)  # checked here; load_robot applies it to the chain options
     raw_joints = require_list(top.data["joints"], source, "joints")
     if not raw_joints:
         raise ModelError(source, "joints", "a robot needs at least one joint")
@@ -305,7 +300,11 @@ def _friction_block(friction: JointFriction) -> dict[str, Any]:
 
 
 def chain_document(
-    model: RobotModel, *, identified: Mapping[str, Any] | None = None, notes: str | None = None
+    model: RobotModel,
+    *,
+    identified: Mapping[str, Any] | None = None,
+    notes: str | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``format: chain`` document of ``model`` (a plain dict ready for ``yaml.safe_dump``)."""
     doc: dict[str, Any] = {"format": FORMAT, "name": model.name}
@@ -348,6 +347,8 @@ def chain_document(
         }
     if identified:
         doc["identified"] = _plain(identified)
+    if provenance:
+        doc["provenance"] = _plain(provenance)
     return doc
 
 
@@ -365,11 +366,17 @@ def _plain(value: Any) -> Any:
 
 
 def dumps_chain_yaml(
-    model: RobotModel, *, identified: Mapping[str, Any] | None = None, header: str = "", notes: str | None = None
+    model: RobotModel,
+    *,
+    identified: Mapping[str, Any] | None = None,
+    header: str = "",
+    notes: str | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> str:
-    """``model`` as ``format: chain`` YAML text; ``header`` lines are written as leading comments."""
+    """``model`` as ``format: chain`` YAML text; ``header`` lines are written as leading comments;
+    ``provenance``: the block of :class:`.provenance.Provenance` (how the chain was chosen)."""
     text = yaml.safe_dump(
-        chain_document(model, identified=identified, notes=notes),
+        chain_document(model, identified=identified, notes=notes, provenance=provenance),
         sort_keys=False,
         default_flow_style=None,
         width=120,
@@ -401,6 +408,8 @@ def write_chain_yaml(
     identified: Mapping[str, Any] | None = None,
     header: str = "",
     notes: str | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> Path:
     """Writes ``model`` as a chain YAML file atomically (temporary file + rename)."""
-    return write_text_atomic(path, dumps_chain_yaml(model, identified=identified, header=header, notes=notes))
+    text = dumps_chain_yaml(model, identified=identified, header=header, notes=notes, provenance=provenance)
+    return write_text_atomic(path, text)

@@ -14,10 +14,13 @@ from pathlib import Path
 
 from ..errors import ModelError
 from ..model import RobotModel
-from .chain_yaml import load_yaml_robot
+from .chain_yaml import is_chain_document, parse_chain
+from .dh_yaml import parse_dh
 from .lock import lock_joints
+from .provenance import apply_chain_options, read_provenance
 from .urdf import load_urdf, loads_urdf, looks_like_xml
 from .validation import suggest
+from .yaml_text import read_text_file, read_yaml
 
 DEFAULT_ROBOT = "puma560"
 PACKAGE = "robot_dynamics"
@@ -72,6 +75,9 @@ def load_robot(
     (rad or m) makes joints rigid at a position: for a URDF while choosing the chain (gripper
     fingers, mimic joints follow their locked master), for a DH robot or a :class:`RobotModel` by
     merging the locked joint's link into the previous one (:func:`robot_dynamics.models.lock.lock_joints`).
+    A YAML robot file is one chain: options that agree with it (its own base and tip link, the
+    locks a generated file records in its ``provenance``) are no-ops, others are refused naming both
+    values (:mod:`robot_dynamics.models.provenance`).
     A :class:`RobotModel` without locked joints is returned as is. Errors are
     :class:`robot_dynamics.errors.ModelError` naming the file and the field.
     """
@@ -97,10 +103,13 @@ def load_robot(
     suffix = path.suffix.lower()
     if suffix in _URDF_SUFFIXES or (suffix not in _YAML_SUFFIXES and _starts_with_xml(path)):
         return load_urdf(path, base_link=base_link, tip_link=tip_link, locked_joints=locked)
-    if base_link is not None or tip_link is not None:
-        raise ModelError(path.name, "base_link/tip_link", "only apply to URDF sources (a DH file is one chain)")
-    model = load_yaml_robot(path)  # a DH table, or ``format: chain`` (chain_yaml)
-    return lock_joints(model, locked, path.name) if locked else model
+    # a DH table or ``format: chain`` (chain_yaml): one chain, the options must agree with it (provenance)
+    data = read_yaml(read_text_file(path), path.name)
+    if is_chain_document(data):
+        model, provenance = parse_chain(data, path.name, str(path)), read_provenance(data, path.name)
+    else:
+        model, provenance = parse_dh(data, source=path.name, location=str(path)), None
+    return apply_chain_options(model, provenance, base_link, tip_link, locked, path.name)
 
 
 def _starts_with_xml(path: Path) -> bool:
