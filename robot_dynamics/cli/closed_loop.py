@@ -120,7 +120,8 @@ def run_closed_loop(args: argparse.Namespace) -> int:
         raise RobotDynamicsError(f"--mjcf {args.mjcf}: no such file")
     start = parse_vector(args.start, model, "--start") if args.start else None
     workspace(model, start_pose(model, start), args.reach)
-    from ..ros.closed_loop import Experiment, Settings  # ROS only from here on
+    from ..experiment.settings import Settings
+    from ..ros.closed_loop import Experiment  # ROS only from here on
 
     settings = Settings(
         robot=args.robot,

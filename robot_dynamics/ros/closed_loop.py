@@ -30,9 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -41,7 +39,6 @@ from rclpy.executors import SingleThreadedExecutor
 
 from robot_dynamics.bag.decode import decode_joint_states
 from robot_dynamics.bag.writer import BagWriter
-from robot_dynamics.dynamics import inertia_matrix
 from robot_dynamics.experiment import report
 from robot_dynamics.experiment.cases import CASES, EXCITATION, Case
 from robot_dynamics.experiment.motion import (
@@ -54,8 +51,9 @@ from robot_dynamics.experiment.motion import (
     restricted_model,
     start_pose,
 )
+from robot_dynamics.experiment.settings import Settings, chain_arguments, gains, node_parameters, summary_settings
 from robot_dynamics.identification.excitation_files import read_trajectory
-from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.model import RobotModel
 from robot_dynamics.models.chain_yaml import dumps_chain_yaml
 from robot_dynamics.models.robots import load_robot
 from robot_dynamics.plant import PlantOptions, make_plant
@@ -70,50 +68,6 @@ SETTLE_S = 0.5  # s held there before the reset
 HOLD_S = 5.0  # s more the approach lasts (the motion replaces it when it starts)
 NICE = 10  # niceness of the excitation and identify commands
 RESETS = 3  # tries to start a case in time
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What ``robot-dynamics closed-loop`` was asked (defaults as the command's)."""
-
-    robot: str
-    out: Path
-    plant: str = ""  # plant deviation file
-    mjcf: str = ""
-    base_link: str | None = None
-    tip_link: str | None = None
-    locked_joints: Mapping[str, float] = field(default_factory=dict)
-    joint_map: Mapping[str, str] = field(default_factory=dict)
-    kp: Sequence[float] | None = None
-    kd: Sequence[float] | None = None
-    bandwidth: float = 20.0  # rad/s
-    damping_ratio: float = 1.0
-    rate: float = 1000.0
-    timestep: float = 0.001
-    duration: float = 10.0
-    segment: float = 1.5
-    reach: float = 0.6
-    start: Sequence[float] | None = None
-    seed: int = 0
-    excitation_duration: float = 10.0
-    harmonics: int = 3
-    excitation_options: Sequence[str] = ()
-    identify_options: Sequence[str] = ()
-    cases: Sequence[str] = tuple(CASES)
-    realtime: bool = False
-    lead: float = 0.5
-    limit_efforts: bool = True
-    domain_id: int | None = None
-    timeout: float = 180.0
-
-
-def gains(model: RobotModel, q0: FloatArray, s: Settings) -> tuple[FloatArray, FloatArray]:
-    """The given gains, else ``kp = D_ii(q0) ωn²``, ``kd = 2 ζ ωn D_ii(q0)`` (3 significant digits)."""
-    d = np.diag(np.asarray(inertia_matrix(model, q0)))
-    kp = np.asarray(s.kp, dtype=float) if s.kp is not None else d * s.bandwidth**2
-    kd = np.asarray(s.kd, dtype=float) if s.kd is not None else 2.0 * s.damping_ratio * s.bandwidth * d
-    kp, kd = (np.broadcast_to(k, (model.dof,)).astype(float) for k in (kp, kd))
-    return (np.array([float(f"{v:.3g}") for v in k]) for k in (kp, kd))  # type: ignore[return-value]
 
 
 class Experiment:
@@ -166,39 +120,9 @@ class Experiment:
             "stock": motion.with_efforts(model_efforts(model, motion)),
             "plant": motion.with_efforts(plant_efforts(self.plant, motion)),  # type: ignore[arg-type]
         }
-        chain: dict[str, Any] = {"diagnostics_period": 0.2}
-        if s.base_link:
-            chain["base_link"] = s.base_link
-        if s.tip_link:
-            chain["tip_link"] = s.tip_link
-        if s.locked_joints:
-            chain["locked_joints"] = [f"{name}={value!r}" for name, value in s.locked_joints.items()]
-        if s.joint_map:
-            chain["joint_map"] = [f"{topic}={name}" for topic, name in s.joint_map.items()]
         params = self.out / "params"
         for lockstep, suffix in ((True, ""), (False, "_realtime")):
-            simulator = {
-                **chain,
-                "engine": "mujoco",
-                "plant_deviations": str(Path(s.plant).resolve()) if s.plant else "",
-                "mjcf": str(Path(s.mjcf).resolve()) if s.mjcf else "",
-                "timestep": s.timestep,
-                "rate": s.rate,
-                "lockstep": lockstep,
-                "initial_position": self.q0.tolist(),
-            }
-            controller = {
-                **chain,
-                "use_sim_time": lockstep,
-                # real time: answer the newest states (a late answer to an old state is worse than none)
-                **({} if lockstep else {"joint_states_qos": "sensor_data"}),
-                "control_law": "pd_feedforward",
-                "kp": self.kp.tolist(),
-                "kd": self.kd.tolist(),
-                "limit_efforts": s.limit_efforts,
-                "friction": True,
-                "smooth_friction": True,
-            }
+            simulator, controller = node_parameters(s, self.q0, self.kp, self.kd, lockstep)
             parameter_file(params / f"simulator{suffix}.yaml", "simulator_node", simulator)
             parameter_file(params / f"feedforward{suffix}.yaml", "feedforward_node", controller)
 
@@ -376,7 +300,7 @@ class Experiment:
             self._session("stock", s.robot, True, first)
             if "C" in s.cases:
                 self.say("  robot-dynamics identify ...")
-                args = ["identify", str(self.out / "bags" / "excitation"), "--robot", s.robot, *self._chain_args()]
+                args = ["identify", str(self.out / "bags" / "excitation"), "--robot", s.robot, *chain_arguments(s)]
                 args += ["--out", str(identified), "--json", str(self.out / "identification.json")]
                 args += ["--plot", str(self.out / "identification.png"), *s.identify_options]
                 self._finish(self._command(args, "identify"), "identify")
@@ -394,48 +318,18 @@ class Experiment:
                 lock.close()
         fitted = load_robot(str(identified)) if "C" in s.cases else None
         parameters = report.parameter_rows(self.model, self.plant.true_model, fitted)  # type: ignore[attr-defined]
-        summary = report.summarise(self._settings(), self.runs, parameters, self.simulator, time.monotonic() - started)
+        summary = report.summarise(
+            summary_settings(s, self.q0, self.kp, self.kd),
+            self.runs,
+            parameters,
+            self.simulator,
+            time.monotonic() - started,
+        )
         report.write(self.out, summary, self.runs)
         return summary
 
-    def _settings(self) -> dict[str, Any]:
-        s = self.s
-        return {
-            "robot": s.robot,
-            "plant": s.plant,
-            "mjcf": s.mjcf,
-            "base_link": s.base_link,
-            "tip_link": s.tip_link,
-            "locked_joints": dict(s.locked_joints),
-            "joint_map": dict(s.joint_map),
-            "rate": s.rate,
-            "timestep": s.timestep,
-            "start": self.q0.tolist(),
-            "kp": self.kp.tolist(),
-            "kd": self.kd.tolist(),
-            "duration": s.duration,
-            "reach": s.reach,
-            "segment": s.segment,
-            "seed": s.seed,
-            "excitation_duration": s.excitation_duration,
-            "harmonics": s.harmonics,
-            "cases": list(s.cases),
-            "realtime": s.realtime,
-            "limit_efforts": s.limit_efforts,
-        }
-
     def _store(self, key: str, node: ExperimentNode, case: Case, lockstep: bool, motion: Motion | None = None) -> None:
         self.runs[key] = self._case(node, key, case, motion or self.motions[case.efforts], lockstep)
-
-    def _chain_args(self) -> list[str]:
-        s, args = self.s, []
-        if s.base_link:
-            args += ["--base-link", s.base_link]
-        if s.tip_link:
-            args += ["--tip-link", s.tip_link]
-        args += [arg for name, value in s.locked_joints.items() for arg in ("--lock-joint", f"{name}={value!r}")]
-        args += [arg for topic, name in s.joint_map.items() for arg in ("--joint-map", f"{topic}={name}")]
-        return args
 
     def _excitation_motion(self) -> Motion:
         msg = read_trajectory(self.out / "excitation.yaml")
