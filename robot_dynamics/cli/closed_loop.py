@@ -2,7 +2,8 @@
 
   robot-dynamics closed-loop ROBOT --plant PLANT.yaml --out DIR [--mjcf FILE]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map TOPIC=MODEL ...]
-      [--kp K ...] [--kd K ...] [--bandwidth WN] [--damping-ratio ZETA] [--rate HZ] [--timestep S]
+      [--kp K ...] [--kd K ...] [--bandwidth WN] [--damping-ratio ZETA] [--inertia-floor F]
+      [--rate HZ] [--timestep S]
       [--duration S] [--segment S] [--reach R] [--start Q ...] [--seed N]
       [--excitation-duration S] [--harmonics K] [--excitation-option ARG ...] [--identify-option ARG ...]
       [--cases A,B,B-exact,C,D] [--realtime] [--no-limit-efforts] [--domain-id N] [--json]
@@ -54,6 +55,13 @@ def register(sub: Any) -> None:
         help="gains kp = D_ii wn^2, kd = 2 zeta wn D_ii at the start pose, rad/s (%(default)s)",
     )
     p.add_argument("--damping-ratio", type=float, default=1.0, metavar="ZETA", help="(%(default)s)")
+    p.add_argument(
+        "--inertia-floor",
+        type=float,
+        default=0.1,
+        metavar="F",
+        help="gains: D_ii no less than F times the largest (%(default)s; 0 = the plain rule)",
+    )
     p.add_argument("--rate", type=float, default=1000.0, metavar="HZ", help="control rate (%(default)s)")
     p.add_argument("--timestep", type=float, default=0.001, metavar="S", help="largest physics timestep (%(default)s)")
     p.add_argument("--duration", type=float, default=10.0, metavar="S", help="tracked motion, s (%(default)s)")
@@ -108,6 +116,8 @@ def run_closed_loop(args: argparse.Namespace) -> int:
         "excitation_duration",
     ):
         _positive(getattr(args, option), "--" + option.replace("_", "-"))
+    if not 0.0 <= args.inertia_floor <= 1.0:
+        raise RobotDynamicsError(f"--inertia-floor must be in [0, 1], got {args.inertia_floor}")
     if args.harmonics < 1:
         raise RobotDynamicsError(f"--harmonics must be >= 1, got {args.harmonics}")
     for option in ("kp", "kd"):
@@ -136,6 +146,7 @@ def run_closed_loop(args: argparse.Namespace) -> int:
         kd=args.kd,
         bandwidth=args.bandwidth,
         damping_ratio=args.damping_ratio,
+        inertia_floor=args.inertia_floor,
         rate=args.rate,
         timestep=args.timestep,
         duration=args.duration,

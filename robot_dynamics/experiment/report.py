@@ -35,6 +35,7 @@ from robot_dynamics.bag.decode import JointStateSeries
 from robot_dynamics.bag.evaluate import read_inputs
 from robot_dynamics.bag.tracking import Tracking, tracking
 from robot_dynamics.experiment.cases import RATIOS, Case
+from robot_dynamics.identification.base import base_parameters
 from robot_dynamics.identification.parameters import ParameterSet, nominal_parameters
 from robot_dynamics.model import RobotModel
 
@@ -133,9 +134,20 @@ PARAMETERS = {"Fv": "viscous friction", "Fc": "Coulomb friction", "Ia": "armatur
 
 
 def parameter_rows(stock: RobotModel, plant: RobotModel, identified: RobotModel | None) -> list[dict[str, Any]]:
-    """Per joint ``Fv``, ``Fc``, ``Ia`` and per link ``m`` of the three models (module docstring)."""
+    """Per joint ``Fv``, ``Fc``, ``Ia`` and per link ``m`` of the three models (module docstring), each
+    with how joint torques determine it (:func:`robot_dynamics.identification.base.base_parameters`):
+    ``alone`` (a base parameter of its own), ``regrouped`` (only in a combination with others) or
+    ``no effect``."""
     pset = ParameterSet(offset=False)
     names = pset.names(stock)
+    base = base_parameters(stock, pset)
+    determined = {
+        **dict.fromkeys(base.dependent, "regrouped"),
+        **dict.fromkeys(base.unidentifiable, "no effect"),
+        **{
+            name: "alone" for name, text in zip(base.names, base.expressions, strict=True) if text == f"{name} = {name}"
+        },
+    }
     values = {
         label: dict(zip(names, nominal_parameters(m, pset).tolist(), strict=True))
         for label, m in (("stock", stock), ("plant", plant))
@@ -150,6 +162,7 @@ def parameter_rows(stock: RobotModel, plant: RobotModel, identified: RobotModel 
                 "parameter": key,
                 "what": what,
                 "of": joint.link_name if kind == "m" else joint.name,
+                "determined": determined.get(key, "regrouped"),
                 **{label: v[key] for label, v in values.items()},
             }
             if identified is not None:
@@ -273,13 +286,19 @@ def markdown(summary: Mapping[str, Any]) -> str:
     if summary["parameters"]:
         has_id = "identified" in summary["parameters"][0]
         lines += ["", "## Parameters: stock file, plant (what MuJoCo simulates), identified", ""]
-        lines += ["| parameter | of | stock | plant | identified | error |", "|---|---|---:|---:|---:|---:|"]
+        lines += [
+            "Determined by joint torques: alone (a base parameter of its own), regrouped (only in a combination "
+            "with other parameters: its identified value alone means little), no effect.",
+            "",
+            "| parameter | of | determined | stock | plant | identified | error |",
+            "|---|---|---|---:|---:|---:|---:|",
+        ]
         for p in summary["parameters"]:
             rel = p.get("relative_error")
             error = "" if not has_id else f"{p['error']:+.3g}" + ("" if rel is None else f" ({100 * rel:+.1f} %)")
             ident = f"{p['identified']:.4g}" if has_id else "–"
             values = f"{p['stock']:.4g} | {p['plant']:.4g} | {ident} | {error}"
-            lines.append(f"| {p['what']} {p['parameter']} | {p['of']} | {values} |")
+            lines.append(f"| {p['what']} {p['parameter']} | {p['of']} | {p['determined']} | {values} |")
     return "\n".join(lines) + "\n"
 
 

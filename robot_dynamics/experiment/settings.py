@@ -2,8 +2,13 @@
 
 * :class:`Settings`: what ``robot-dynamics closed-loop`` was asked (its options, same defaults);
 * :func:`gains`: the gains given, else the rule of docs/closing-the-loop.md ("Choosing gains") for
-  ``pd_feedforward``: ``kp = D_ii(q0) ωn²``, ``kd = 2 ζ ωn D_ii(q0)`` with the stock file's inertia at the
-  start pose, rounded to 3 significant digits as a user writes them;
+  ``pd_feedforward``: ``kp = J_i ωn²``, ``kd = 2 ζ ωn J_i`` with ``J_i = max(D_ii(q0), f max_j D_jj(q0))``,
+  the stock file's inertia at the start pose with a floor of a fraction ``f`` (default 0.1) of its
+  largest entry, rounded to 3 significant digits as a user writes them. The floor stands for what a
+  stock URDF leaves out and a user tunes in: a wrist whose link inertia is tiny still turns a geared
+  motor (its reflected rotor inertia is of the order of the other joints'), and without it the plain
+  rule gives a wrist a few N m/rad, softer than any arm is run (libfranka's joint impedance example
+  uses 50-250 N m/rad on the Panda's wrist joints, 600 on the others);
 * :func:`node_parameters`: the simulator's and the feed-forward node's ``ros__parameters`` (the chain
   options of the command; every case changes only ``control_law`` and ``feedforward_source`` at run
   time, and case C only ``robot_config`` on the command line);
@@ -40,6 +45,7 @@ class Settings:
     kd: Sequence[float] | None = None
     bandwidth: float = 20.0  # rad/s
     damping_ratio: float = 1.0
+    inertia_floor: float = 0.1  # fraction of the largest D_ii
     rate: float = 1000.0
     timestep: float = 0.001
     duration: float = 10.0
@@ -60,8 +66,9 @@ class Settings:
 
 
 def gains(model: RobotModel, q0: FloatArray, s: Settings) -> tuple[FloatArray, FloatArray]:
-    """The given gains, else ``kp = D_ii(q0) ωn²``, ``kd = 2 ζ ωn D_ii(q0)`` (3 significant digits)."""
-    d = np.diag(np.asarray(inertia_matrix(model, q0)))
+    """The given gains, else ``kp = J_i ωn²``, ``kd = 2 ζ ωn J_i`` (module docstring; 3 significant digits)."""
+    diagonal = np.diag(np.asarray(inertia_matrix(model, q0)))
+    d = np.maximum(diagonal, s.inertia_floor * diagonal.max())
     kp = np.asarray(s.kp, dtype=float) if s.kp is not None else d * s.bandwidth**2
     kd = np.asarray(s.kd, dtype=float) if s.kd is not None else 2.0 * s.damping_ratio * s.bandwidth * d
     rounded = [np.array([float(f"{v:.3g}") for v in np.broadcast_to(k, (model.dof,))]) for k in (kp, kd)]
@@ -137,6 +144,13 @@ def summary_settings(s: Settings, q0: FloatArray, kp: FloatArray, kd: FloatArray
         "start": q0.tolist(),
         "kp": kp.tolist(),
         "kd": kd.tolist(),
+        "gain_rule": None
+        if s.kp is not None and s.kd is not None
+        else {
+            "bandwidth": s.bandwidth,
+            "damping_ratio": s.damping_ratio,
+            "inertia_floor": s.inertia_floor,
+        },
         "duration": s.duration,
         "reach": s.reach,
         "segment": s.segment,
