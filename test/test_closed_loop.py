@@ -24,6 +24,7 @@ from robot_dynamics.bag.decode import JointStateSeries
 from robot_dynamics.experiment.motion import planned_motion, restricted_model, start_pose, workspace
 from robot_dynamics.experiment.report import loop_counters, timing
 from robot_dynamics.models import load_robot
+from robot_dynamics.models.chain_yaml import dumps_chain_yaml, loads_chain_yaml
 
 pytestmark = pytest.mark.ros
 
@@ -139,6 +140,9 @@ def test_the_motion_stays_in_its_workspace_and_limits() -> None:
     np.testing.assert_allclose(
         np.gradient(motion.positions, motion.times, axis=0)[1:-1], motion.velocities[1:-1], atol=2e-3
     )
-    narrowed = restricted_model(model, q0, 0.4)
-    np.testing.assert_array_equal([j.limits.lower for j in narrowed.joints], lower)
-    np.testing.assert_array_equal([j.limits.upper for j in narrowed.joints], upper)
+    narrowed = restricted_model(model, q0, 0.4)  # the excitation's robot file: it loads again
+    reloaded = loads_chain_yaml(dumps_chain_yaml(narrowed))
+    np.testing.assert_array_equal([j.limits.lower for j in reloaded.joints], lower)
+    np.testing.assert_array_equal([j.limits.upper for j in reloaded.joints], upper)
+    inside = {k for k, v in model.named_poses.items() if ((lower <= v) & (v <= upper)).all()}
+    assert set(reloaded.named_poses) == inside != set(model.named_poses)  # the poses outside are dropped

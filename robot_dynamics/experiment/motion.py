@@ -110,13 +110,15 @@ def workspace(model: RobotModel, q0: FloatArray, reach: float) -> tuple[FloatArr
 
 
 def restricted_model(model: RobotModel, q0: FloatArray, reach: float) -> RobotModel:
-    """``model`` with its joints' position limits narrowed to :func:`workspace` (for the excitation)."""
+    """``model`` with its joints' position limits narrowed to :func:`workspace` (for the excitation); its
+    named poses that leave the workspace are dropped (a robot file's poses lie within its limits)."""
     lo, hi = workspace(model, q0, reach)
     joints = tuple(
         replace(j, limits=replace(j.limits, lower=float(a), upper=float(b)), continuous=False)
         for j, a, b in zip(model.joints, lo, hi, strict=True)
     )
-    return replace(model, joints=joints)
+    poses = {k: v for k, v in model.named_poses.items() if bool(np.all((lo <= v) & (v <= hi)))}
+    return replace(model, joints=joints, named_poses=poses)
 
 
 def planned_motion(

@@ -274,6 +274,8 @@ class Experiment:
             f"closed-loop experiment: {self.model.name}, plant {s.plant or '(no deviations)'}, {s.rate:g} Hz lock-step"
         )
         self.say(f"  gains kp {self.kp.tolist()}, kd {self.kd.tolist()}; outputs in {self.out}")
+        for note in getattr(self.plant, "notes", ()):
+            self.say(f"  plant: {note}")
         lock = None
         domain = s.domain_id
         if domain is None:
