@@ -257,13 +257,14 @@ def markdown(summary: Mapping[str, Any]) -> str:
         joints = [j["joint"] for j in first["joints"]]
         lines += [
             "",
-            "Per joint RMS (rad):",
+            "Per joint RMS / max (rad):",
             "",
             "| case | " + " | ".join(joints) + " |",
             "|---|" + "---:|" * len(joints),
         ]
         for key, c in cases.items():
-            lines.append(f"| {key} | " + " | ".join(f"{j['rms_position_error']:.3g}" for j in c["joints"]) + " |")
+            cells = [f"{j['rms_position_error']:.3g} / {j['max_position_error']:.3g}" for j in c["joints"]]
+            lines.append(f"| {key} | " + " | ".join(cells) + " |")
     if summary["ratios"]:
         lines += ["", "## Ratios of tracking RMS", "", "| ratio | value | target | met |", "|---|---:|---:|---|"]
         for r in summary["ratios"]:

@@ -3,8 +3,8 @@
 The cases are :mod:`robot_dynamics.experiment.cases`; what each shows, docs/closing-the-loop.md.
 
 1. Offline: the robot model and the plant as the simulator builds it (for the plant's ``mj_inverse``, its
-   true model and a contact check), the start pose, the gains (``D_ii(q0) ωn²``, ``2 ζ ωn D_ii(q0)``
-   unless given), the tracked motion with the stock file's and the plant's efforts, and the two
+   true model and a contact check), the start pose, the gains (:func:`~robot_dynamics.experiment.settings.
+   gains`), the tracked motion with the stock file's and the plant's efforts, and the two
    parameter files: ``params/simulator.yaml`` and ``params/feedforward.yaml`` (the controller; B and C
    use the same file, only ``robot_config`` differs).
 2. ``robot-dynamics excitation`` on the robot file with its limits narrowed to the workspace
@@ -12,9 +12,11 @@ The cases are :mod:`robot_dynamics.experiment.cases`; what each shows, docs/clos
 3. Nodes 1: ``simulator_node`` (MuJoCo, the deviation file, lock-step ``/clock``) and ``feedforward_node``
    (``use_sim_time``, stock file, ``feedforward/efforts`` remapped onto the simulator's ``joint_commands``),
    each in its own process, as ``ros2 launch`` runs them. Cases A, B, B-exact, D and the excitation run,
-   each: the case's parameters set at run time, the node holding the start, the simulator reset there,
-   the trajectory stamped ``lead`` s ahead on the simulated clock, recorded until its end into
-   ``bags/<case>/`` (rosbag2: ``/joint_states``, ``/joint_commands``, ``/joint_trajectory``).
+   each: the case's parameters set at run time; the controller brings the arm to the motion's start and
+   holds it there (:data:`MOVE_S`, :data:`SETTLE_S`); the simulator is reset there, exactly and at rest;
+   the motion is stamped to start ``lead`` s after the reset state's stamp, so every case starts from the
+   same state at the same time; recorded until its end into ``bags/<case>/`` (rosbag2:
+   ``/joint_states``, ``/joint_commands``, ``/joint_trajectory``, from the reset state on).
 4. ``robot-dynamics identify bags/excitation`` → ``identified.yaml``, ``identification.json`` / ``.png``.
 5. Nodes 2: the same files, ``robot_config`` = the identified file: case C.
 6. ``realtime``: nodes 3 without lock-step (wall clock, ``rate`` Hz): B's settings; the loop's rate and
