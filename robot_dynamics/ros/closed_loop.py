@@ -336,7 +336,13 @@ class Experiment:
         self.runs[key] = self._case(node, key, case, motion or self.motions[case.efforts], lockstep)
 
     def _excitation_motion(self) -> Motion:
+        """The designed excitation, checked against the plant's collision geometry (a real arm's
+        excitation must not touch itself either: contact forces would enter the fit)."""
         msg = read_trajectory(self.out / "excitation.yaml")
         sampler = msg.sampler(self.model.joint_names)
         assert sampler.velocities is not None and sampler.accelerations is not None
-        return Motion(self.names, sampler.times, sampler.positions, sampler.velocities, sampler.accelerations)
+        motion = Motion(self.names, sampler.times, sampler.positions, sampler.velocities, sampler.accelerations)
+        touching = first_contact(self.plant, motion)  # type: ignore[arg-type]
+        if touching:
+            raise ExperimentError(f"the excitation: {touching} (choose a smaller --reach or another --start)")
+        return motion
