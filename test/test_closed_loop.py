@@ -22,7 +22,7 @@ import pytest
 
 from robot_dynamics.bag.decode import JointStateSeries
 from robot_dynamics.experiment.motion import planned_motion, restricted_model, start_pose, workspace
-from robot_dynamics.experiment.report import loop_counters, timing
+from robot_dynamics.experiment.report import late_activation, loop_counters, timing
 from robot_dynamics.models import load_robot
 from robot_dynamics.models.chain_yaml import dumps_chain_yaml, loads_chain_yaml
 
@@ -120,6 +120,20 @@ def test_loop_counters_and_real_time_figures_from_a_recording() -> None:
     figures = timing(states.stamps, states.stamps, received, 1000.0)
     assert figures["rate_hz"] == pytest.approx(1000.0) and figures["unanswered"] == 0
     assert figures["latency_ms"]["p50"] == pytest.approx(0.3) and figures["latency_ms"]["max"] == pytest.approx(1.0)
+
+
+def test_a_motion_tracked_late_is_told_from_one_tracked_from_its_start() -> None:
+    model = load_robot("fu_two_link")
+    motion = planned_motion(model, np.zeros(2), duration=3.0, reach=0.5, seed=1)
+    start = 5_000_000_000
+    stamps = start + np.arange(0, 3_000_000_001, 4_000_000)  # 250 Hz joint states
+    desired = motion.sampler().sample_many((stamps - start) * 1e-9).positions
+    on_time = JointStateSeries("/c", ("joint1", "joint2"), stamps, stamps, desired, desired * 0, None)
+    assert late_activation(motion, on_time, int(stamps[0]), int(stamps[-1])) is None
+    held = desired.copy()
+    held[:25] = motion.positions[0]  # the node held the start for the first 0.1 s: it got the motion late
+    late = JointStateSeries("/c", ("joint1", "joint2"), stamps, stamps, held, held * 0, None)
+    assert late_activation(motion, late, int(stamps[0]), int(stamps[-1])) == pytest.approx(0.004)
 
 
 def test_the_motion_stays_in_its_workspace_and_limits() -> None:

@@ -10,9 +10,12 @@
   ``q0``; at the way points the velocity is the Catmull–Rom tangent ``(q_{k+1} - q_{k-1}) / 2T`` and
   the acceleration zero, and between them the quintic segments every node uses
   (:class:`~robot_dynamics.trajectory.JointTrajectorySampler`: they may pass a way point at the
-  workspace's edge by a little; the joint and velocity limits are checked); sent as points at every control
-  period, so each joint state of a lock-step run meets a point (the desired state is then exactly the
-  plan, and so are efforts attached to the points).
+  workspace's edge by a little; the joint and velocity limits are checked); sent as points every 10 ms
+  (:data:`POINTS_RATE`) with their positions, velocities and accelerations. Between two points the node's
+  quintic segment is the plan's own quintic (it has the same end values), so every joint state meets the
+  plan exactly; efforts attached to the points are interpolated linearly (a 10 ms step leaves ~1e-3 N m
+  of the stock file's inverse dynamics out on these motions). A planner sends about as many points;
+  one per control period (10 001 for 10 s at 1 kHz) took the node seconds to parse on a busy machine.
 * **Efforts** of the points: the stock file's inverse dynamics (a batch, :func:`model_efforts`) or the
   plant's own exact inverse dynamics (:func:`plant_efforts`, MuJoCo's ``mj_inverse``).
 * :func:`first_contact`: whether the plant's links touch anywhere along a motion.
@@ -33,6 +36,7 @@ from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.trajectory import JointTrajectorySampler
 
 LIMIT_MARGIN = 0.05  # fraction of a joint's range kept free at each end
+POINTS_RATE = 100.0  # Hz: trajectory points of the tracked motion
 
 
 class ExperimentError(RobotDynamicsError):
@@ -127,29 +131,27 @@ def planned_motion(
     *,
     duration: float,
     reach: float,
-    rate: float,
+    rate: float = POINTS_RATE,
     seed: int = 0,
     segment: float = 1.5,
     names: Sequence[str] | None = None,
 ) -> Motion:
-    """The tracked motion of the module docstring, sampled at ``rate`` Hz (``names``: the joints'
-    names on the topics, default the model's)."""
+    """The tracked motion of the module docstring as points at ``rate`` Hz (``names``: the joints' names on
+    the topics, default the model's). Its duration is a whole number of segments of a whole number of
+    point periods, the one nearest ``duration``, so every way point is a point."""
     if not (math.isfinite(duration) and duration > 0.0 and math.isfinite(segment) and segment > 0.0):
         raise ExperimentError(f"duration and segment must be > 0 s, got {duration} and {segment}")
-    count = math.floor(duration * rate + 1e-9)
-    if count < 2:
-        raise ExperimentError(f"duration {duration} s holds fewer than 2 control periods at {rate:g} Hz")
-    end = count / rate
+    stops = max(2, round(duration / segment))
+    per_segment = max(1, round(duration / stops * rate))  # point periods per segment
+    count = stops * per_segment
+    step = per_segment / rate
     lo, hi = workspace(model, q0, reach)
-    stops = max(2, round(end / segment))
     way = np.random.default_rng(seed).uniform(lo, hi, size=(stops + 1, model.dof))
     way[0] = way[-1] = q0
-    step = end / stops
     velocity = np.zeros_like(way)
     velocity[1:-1] = (way[2:] - way[:-2]) / (2.0 * step)
-    plan = JointTrajectorySampler(np.linspace(0.0, end, stops + 1), way, velocity, np.zeros_like(way))
+    plan = JointTrajectorySampler(np.arange(stops + 1) * step, way, velocity, np.zeros_like(way))
     t = np.arange(count + 1) / rate
-    t[-1] = end
     d = plan.sample_many(t)
     lower, upper = _limits(model)
     limit = np.array([j.limits.velocity for j in model.joints])

@@ -35,6 +35,7 @@ from robot_dynamics.bag.decode import JointStateSeries
 from robot_dynamics.bag.evaluate import read_inputs
 from robot_dynamics.bag.tracking import Tracking, tracking
 from robot_dynamics.experiment.cases import RATIOS, Case
+from robot_dynamics.experiment.motion import Motion
 from robot_dynamics.identification.base import base_parameters
 from robot_dynamics.identification.parameters import ParameterSet, nominal_parameters
 from robot_dynamics.model import RobotModel
@@ -92,6 +93,17 @@ def loop_counters(
     if period_ns:
         out["not_recorded"] = int((end - start) // period_ns + 1 - np.unique(stamps).size)
     return out
+
+
+def late_activation(motion: Motion, commands: JointStateSeries, start: int, end: int) -> float | None:
+    """None when every answer stamped in ``[start, end]`` ns carries the motion's desired position there
+    (the feed-forward node's ``feedforward/efforts`` carry the desired state they used); else how long
+    after ``start`` (s) the first answer that does not was stamped: the node got the motion late."""
+    inside = (commands.stamps >= start) & (commands.stamps <= end)
+    stamps = commands.stamps[inside]
+    desired = motion.sampler().sample_many((stamps - start) * 1e-9).positions
+    off = np.abs(commands.position[inside] - desired).max(axis=1) > 1e-9 if stamps.size else np.zeros(0, bool)
+    return float((stamps[off][0] - start) * 1e-9) if off.any() else None
 
 
 def describe_counters(c: Mapping[str, int]) -> str:

@@ -69,7 +69,7 @@ MOVE_S = 1.0  # s to bring the arm to a case's start
 SETTLE_S = 0.5  # s held there before the reset
 HOLD_S = 5.0  # s more the approach lasts (the motion replaces it when it starts)
 NICE = 10  # niceness of the excitation and identify commands
-RESETS = 3  # tries to start a case in time
+RESETS = 3  # tries to run a case from its start
 
 
 class Experiment:
@@ -84,6 +84,7 @@ class Experiment:
         self.runs: dict[str, report.Run] = {}
         self.context: Any = None
         self.sent = 0  # trajectories sent to the running feed-forward node
+        self.marks: tuple[int, int] = (0, 0)  # the recordings' lengths when the motion was sent
         self.simulator: dict[str, dict[str, int]] = {}  # the simulator's counters at the end of each run
 
     # -- offline preparation --------------------------------------------------------------------
@@ -109,7 +110,6 @@ class Experiment:
             self.q0,
             duration=s.duration,
             reach=s.reach,
-            rate=s.rate,
             seed=s.seed,
             segment=s.segment,
             names=self.names,
@@ -213,31 +213,32 @@ class Experiment:
 
     # -- one case ---------------------------------------------------------------------------------
     def _case(self, node: ExperimentNode, key: str, case: Case, motion: Motion, lockstep: bool) -> report.Run:
-        """Run ``case`` as ``key`` (its bag: ``bags/<key>``)."""
-        s = self.s
+        """Run ``case`` as ``key`` (its bag: ``bags/<key>``); again when the controller did not track the
+        motion from its start (it received it late: a busy machine), at most :data:`RESETS` times."""
         self.say(f"  case {key}: {case.title} ...")
         wall = time.monotonic()
         node.set_feedforward(case.parameters)
-        # To the start under the case's own law (and efforts) and settle there; then reset exactly there, at
-        # rest, and start the motion `lead` s after the reset state's stamp: every case starts alike.
-        now = node.now_ns()
-        node.publish(motion.approach(MOVE_S, SETTLE_S + s.lead + HOLD_S), now)
-        node.wait_recorded(now + round((MOVE_S + SETTLE_S) * 1e9), s.timeout)
-        lead = round(s.lead * 1e9 / self.period_ns) * self.period_ns
-        for _ in range(RESETS):  # a reset whose state the recording saw too late for the lead is done again
-            reset_at = node.reset(motion.positions[0])
-            start = reset_at + lead
-            if node.now_ns() < start - lead // 2:
+        for _ in range(RESETS):
+            started = self._start(node, key, motion)
+            if started is None:
+                continue
+            start, sent = started
+            end = start + round(motion.duration * 1e9)
+            node.wait_recorded(end + round(TAIL_S * 1e9), self.s.timeout + 20.0 * (motion.duration + self.s.lead))
+            recorded = node.since(self.marks, start - round(self.s.lead * 1e9), end + round(TAIL_S * 1e9))
+            states = decode_joint_states(recorded["/joint_states"], self.names)
+            commands = decode_joint_states(recorded["/joint_commands"], self.names)
+            late = report.late_activation(motion, commands, start, end)
+            if late is None:
                 break
+            self.say(f"    the controller tracked the motion only from {late * 1e3:.0f} ms after its start: again")
         else:
-            raise ExperimentError(f"case {key}: the recording lags the loop by more than --lead ({s.lead:g} s)")
-        marks = node.marks()
-        node.publish(motion, start)
-        sent = node.now_ns()
-        self.sent += 2
-        end = start + round(motion.duration * 1e9)
-        node.wait_recorded(end + round(TAIL_S * 1e9), s.timeout + 20.0 * (motion.duration + s.lead))
-        recorded = node.since(marks, reset_at, end + round(TAIL_S * 1e9))
+            raise ExperimentError(
+                f"case {key}: the controller never tracked the motion from its start (log: {self.logs})"
+            )
+        accepted = int(node.diagnostics("feedforward_node", after=time.monotonic())["trajectories_accepted"])
+        if accepted != self.sent:
+            raise ExperimentError(f"case {key}: feedforward_node refused a trajectory (log: {self.logs})")
         bag = self.out / "bags" / key
         with BagWriter(bag, overwrite=True) as writer:
             for topic in recorded.values():
@@ -253,11 +254,6 @@ class Experiment:
                 efforts=motion.efforts,
                 stamp=start,
             )
-        accepted = int(node.diagnostics("feedforward_node", after=time.monotonic())["trajectories_accepted"])
-        if accepted != self.sent:
-            raise ExperimentError(f"case {key}: feedforward_node refused a trajectory (log: {self.logs})")
-        states = decode_joint_states(recorded["/joint_states"], self.names)
-        commands = decode_joint_states(recorded["/joint_commands"], self.names)
         run = report.measure(self.model, case, bag, self.s.joint_map, time.monotonic() - wall)
         run.counters = report.loop_counters(
             self.model, states, commands, start, end, self.period_ns if lockstep else None
@@ -266,6 +262,27 @@ class Experiment:
             run.realtime = report.timing(states.stamps, commands.stamps, commands.timestamps, self.s.rate)
         self.say(f"    RMS {run.rms:.4g} rad, max {run.max:.4g} rad; {report.describe_counters(run.counters)}")
         return run
+
+    def _start(self, node: ExperimentNode, key: str, motion: Motion) -> tuple[int, int] | None:
+        """Bring the arm to the motion's start, reset there, send the motion: ``(start, sent)`` ns, or None
+        when the recording saw the reset too late for the lead.
+
+        The controller takes the arm to the start under the case's own law (and efforts) and holds it
+        there; the simulator is reset there, exactly and at rest; the motion starts ``lead`` s after the
+        reset state's stamp: every case starts from the same state at the same time."""
+        s = self.s
+        now = node.now_ns()
+        node.publish(motion.approach(MOVE_S, SETTLE_S + s.lead + HOLD_S), now)
+        self.sent += 1
+        node.wait_recorded(now + round((MOVE_S + SETTLE_S) * 1e9), s.timeout)
+        reset_at = node.reset(motion.positions[0])
+        start = reset_at + round(s.lead * 1e9 / self.period_ns) * self.period_ns
+        if node.now_ns() >= start - round(s.lead * 1e9) // 2:
+            return None
+        self.marks = node.marks()
+        node.publish(motion, start)
+        self.sent += 1
+        return start, node.now_ns()
 
     # -- the whole experiment ---------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
