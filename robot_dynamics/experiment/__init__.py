@@ -14,7 +14,8 @@ plant that deviates from the robot file, through the real nodes over DDS in lock
   the trajectory's efforts: the limit a model of the plant can reach.
 
 This package holds what needs no ROS: the motion every case tracks and its efforts
-(:mod:`.motion`), the cases (:mod:`.cases`), the tables, the plot and the comparison of the identified
-parameters with the plant's (:mod:`.report`). The tracking errors are measured on each case's bag by
+(:mod:`.motion`), the cases (:mod:`.cases`), the settings, gains and node parameter files
+(:mod:`.settings`), the tables and the plot (:mod:`.report`) and the identified parameters beside the
+plant's (:mod:`.parameters`). The tracking errors are measured on each case's bag by
 :func:`robot_dynamics.bag.tracking.tracking`, the code of ``robot-dynamics tracking``.
 """

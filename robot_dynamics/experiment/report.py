@@ -12,10 +12,11 @@
   states left without an answer, and the latency from a state's stamp (the simulator's clock when it
   published it) to the arrival of the command answering it (stamped alike) at the experiment's
   recorder, on the same clock.
-* Parameters: per joint the viscous ``Fv`` and Coulomb ``Fc`` friction and the armature ``Ia``, per link
-  the mass, of the stock file, the plant (its true model: what MuJoCo simulates) and the identified
-  file, with the identified value's error against the plant's. Per-link masses are not identifiable one
-  by one from joint torques (only base parameters are); they are shown as the fit left them.
+* Near velocity reversals and elsewhere (:func:`reversal_split`): the position error over the joint
+  samples whose desired speed is below :data:`REVERSAL_SPEED` and over the others — where friction is
+  least a law of velocity (MuJoCo's friction loss is a soft constraint there) and an identified model
+  differs most from the plant.
+* Parameters beside the plant's: :mod:`robot_dynamics.experiment.parameters`.
 
 Files: ``report.json``, ``report.md``, ``tracking.png`` (:func:`write`).
 """
@@ -36,9 +37,9 @@ from robot_dynamics.bag.evaluate import read_inputs
 from robot_dynamics.bag.tracking import Tracking, tracking
 from robot_dynamics.experiment.cases import RATIOS, Case
 from robot_dynamics.experiment.motion import Motion
-from robot_dynamics.identification.base import base_parameters
-from robot_dynamics.identification.parameters import ParameterSet, nominal_parameters
-from robot_dynamics.model import RobotModel
+from robot_dynamics.model import FloatArray, RobotModel
+
+REVERSAL_SPEED = 0.05  # rad/s (m/s): a joint sample "near a reversal" below this desired speed
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Run:
     counters: dict[str, int]
     wall_s: float
     realtime: dict[str, Any] | None = None
+    reversals: dict[str, float] | None = None  # the RMS near velocity reversals and elsewhere
 
     @property
     def rms(self) -> float:
@@ -62,9 +64,27 @@ class Run:
 
 
 def measure(model: RobotModel, case: Case, bag: Path, joint_map: Mapping[str, str], wall_s: float) -> Run:
-    """The tracking of the case's bag, read as ``robot-dynamics tracking BAG`` reads it."""
+    """The tracking of the case's bag, read as ``robot-dynamics tracking BAG`` reads it, and its position
+    error split at the desired speed :data:`REVERSAL_SPEED` (:func:`reversal_split`)."""
     inputs = read_inputs(bag, model, joint_map=joint_map, require_trajectory=True)
-    return Run(case, bag, tracking(model, inputs.series, inputs.trajectories, bag=str(bag)), {}, wall_s)
+    report = tracking(model, inputs.series, inputs.trajectories, bag=str(bag))
+    run = Run(case, bag, report, {}, wall_s)
+    if report.velocity_error is not None and inputs.series.velocity is not None:
+        run.reversals = reversal_split(report.position_error, report.velocity_error + inputs.series.velocity)
+    return run
+
+
+def reversal_split(e: FloatArray, qd_d: FloatArray, speed: float = REVERSAL_SPEED) -> dict[str, float]:
+    """RMS of ``e`` over the joint samples whose desired speed ``|qd_d|`` is below ``speed`` (a joint near a
+    velocity reversal or a rest, where friction is least like a law of velocity: MuJoCo's friction loss
+    is a soft constraint there) and over the others; NaN rows (no trajectory) left out."""
+    active = ~np.isnan(e[:, 0])
+    e, slow = e[active], np.abs(qd_d[active]) < speed
+
+    def rms(values: FloatArray) -> float:
+        return float(np.sqrt(np.mean(values**2))) if values.size else 0.0
+
+    return {"speed": speed, "fraction": float(slow.mean()), "rms_near": rms(e[slow]), "rms_elsewhere": rms(e[~slow])}
 
 
 def loop_counters(
@@ -140,52 +160,6 @@ def timing(
 
 
 # ------------------------------------------------------------------------------------------------
-# parameters beside the plant's
-# ------------------------------------------------------------------------------------------------
-PARAMETERS = {"Fv": "viscous friction", "Fc": "Coulomb friction", "Ia": "armature", "m": "mass"}
-
-
-def parameter_rows(stock: RobotModel, plant: RobotModel, identified: RobotModel | None) -> list[dict[str, Any]]:
-    """Per joint ``Fv``, ``Fc``, ``Ia`` and per link ``m`` of the three models (module docstring), each
-    with how joint torques determine it (:func:`robot_dynamics.identification.base.base_parameters`):
-    ``alone`` (a base parameter of its own), ``regrouped`` (only in a combination with others) or
-    ``no effect``."""
-    pset = ParameterSet(offset=False)
-    names = pset.names(stock)
-    base = base_parameters(stock, pset)
-    determined = {
-        **dict.fromkeys(base.dependent, "regrouped"),
-        **dict.fromkeys(base.unidentifiable, "no effect"),
-        **{
-            name: "alone" for name, text in zip(base.names, base.expressions, strict=True) if text == f"{name} = {name}"
-        },
-    }
-    values = {
-        label: dict(zip(names, nominal_parameters(m, pset).tolist(), strict=True))
-        for label, m in (("stock", stock), ("plant", plant))
-    }
-    if identified is not None:
-        values["identified"] = dict(zip(names, nominal_parameters(identified, pset).tolist(), strict=True))
-    rows = []
-    for kind, what in PARAMETERS.items():
-        for j, joint in enumerate(stock.joints):
-            key = f"{kind}{j + 1}"
-            row: dict[str, Any] = {
-                "parameter": key,
-                "what": what,
-                "of": joint.link_name if kind == "m" else joint.name,
-                "determined": determined.get(key, "regrouped"),
-                **{label: v[key] for label, v in values.items()},
-            }
-            if identified is not None:
-                error = values["identified"][key] - values["plant"][key]
-                row["error"] = error
-                row["relative_error"] = error / abs(values["plant"][key]) if values["plant"][key] else None
-            rows.append(row)
-    return rows
-
-
-# ------------------------------------------------------------------------------------------------
 # summary, markdown, plot
 # ------------------------------------------------------------------------------------------------
 def ratios(runs: Mapping[str, Run]) -> list[dict[str, Any]]:
@@ -193,14 +167,17 @@ def ratios(runs: Mapping[str, Run]) -> list[dict[str, Any]]:
     for (a, b), target in RATIOS.items():
         if a in runs and b in runs:
             value = runs[a].rms / runs[b].rms if runs[b].rms > 0 else math.inf
-            out.append(
-                {
-                    "ratio": f"{a}/{b}",
-                    "value": value,
-                    "target": target,
-                    "met": None if target is None else value <= target,
-                }
-            )
+            row: dict[str, Any] = {
+                "ratio": f"{a}/{b}",
+                "value": value,
+                "target": target,
+                "met": None if target is None else value <= target,
+            }
+            ra, rb = runs[a].reversals, runs[b].reversals
+            if ra is not None and rb is not None and rb["rms_near"] > 0 and rb["rms_elsewhere"] > 0:
+                row["near_reversals"] = ra["rms_near"] / rb["rms_near"]
+                row["elsewhere"] = ra["rms_elsewhere"] / rb["rms_elsewhere"]
+            out.append(row)
     return out
 
 
@@ -225,6 +202,7 @@ def summarise(
             "samples": run.tracking.overall.samples,
             "joints": run.tracking.overall.joints(run.tracking.joint_names),
             "counters": run.counters,
+            "reversals": run.reversals,
             "wall_s": run.wall_s,
             **({"realtime": run.realtime} if run.realtime is not None else {}),
         }
@@ -278,11 +256,22 @@ def markdown(summary: Mapping[str, Any]) -> str:
             cells = [f"{j['rms_position_error']:.3g} / {j['max_position_error']:.3g}" for j in c["joints"]]
             lines.append(f"| {key} | " + " | ".join(cells) + " |")
     if summary["ratios"]:
-        lines += ["", "## Ratios of tracking RMS", "", "| ratio | value | target | met |", "|---|---:|---:|---|"]
+        speed = next((c["reversals"]["speed"] for c in cases.values() if c.get("reversals")), REVERSAL_SPEED)
+        lines += [
+            "",
+            "## Ratios of tracking RMS",
+            "",
+            f"Also over the joint samples near a velocity reversal or a rest (desired speed below {speed:g} rad/s)",
+            "and over the others.",
+            "",
+            "| ratio | value | target | met | near reversals | elsewhere |",
+            "|---|---:|---:|---|---:|---:|",
+        ]
         for r in summary["ratios"]:
             met = "" if r["met"] is None else ("yes" if r["met"] else "**no**")
             target = "" if r["target"] is None else f"≤ {r['target']:g}"
-            lines.append(f"| {r['ratio']} | {r['value']:.3g} | {target} | {met} |")
+            split = " | ".join(f"{r[k]:.3g}" if k in r else "–" for k in ("near_reversals", "elsewhere"))
+            lines.append(f"| {r['ratio']} | {r['value']:.3g} | {target} | {met} | {split} |")
     realtime = {k: c["realtime"] for k, c in cases.items() if "realtime" in c}
     if realtime:
         lines += [

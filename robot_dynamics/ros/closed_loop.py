@@ -53,6 +53,7 @@ from robot_dynamics.experiment.motion import (
     restricted_model,
     start_pose,
 )
+from robot_dynamics.experiment.parameters import parameter_rows
 from robot_dynamics.experiment.settings import Settings, chain_arguments, gains, node_parameters, summary_settings
 from robot_dynamics.identification.excitation_files import read_trajectory
 from robot_dynamics.model import RobotModel
@@ -338,7 +339,7 @@ class Experiment:
             if lock is not None:
                 lock.close()
         fitted = load_robot(str(identified)) if "C" in s.cases else None
-        parameters = report.parameter_rows(self.model, self.plant.true_model, fitted)  # type: ignore[attr-defined]
+        parameters = parameter_rows(self.model, self.plant.true_model, fitted)  # type: ignore[attr-defined]
         summary = report.summarise(
             summary_settings(s, self.q0, self.kp, self.kd),
             self.runs,
