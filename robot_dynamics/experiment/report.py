@@ -228,7 +228,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
         f"Plant: MuJoCo, deviations `{s.get('plant') or 'none'}`; {s['rate']:g} Hz, lock-step simulated time "
         f"(real time for `-realtime` runs); gains kp {s['kp']}, kd {s['kd']}; start {s['start']}.",
         "",
-        "## Tracking (position error q_d − q while the trajectory is active, rad)",
+        "## Tracking (position error q_d − q while the trajectory is active; rad, m for a prismatic joint)",
         "",
         "| case | controller | RMS | max | joint states | unanswered | clamped |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -247,7 +247,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
         joints = [j["joint"] for j in first["joints"]]
         lines += [
             "",
-            "Per joint RMS / max (rad):",
+            "Per joint RMS / max:",
             "",
             "| case | " + " | ".join(joints) + " |",
             "|---|" + "---:|" * len(joints),

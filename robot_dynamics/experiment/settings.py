@@ -2,13 +2,16 @@
 
 * :class:`Settings`: what ``robot-dynamics closed-loop`` was asked (its options, same defaults);
 * :func:`gains`: the gains given, else the rule of docs/closing-the-loop.md ("Choosing gains") for
-  ``pd_feedforward``: ``kp = J_i ωn²``, ``kd = 2 ζ ωn J_i`` with ``J_i = max(D_ii(q0), f max_j D_jj(q0))``,
-  the stock file's inertia at the start pose with a floor of a fraction ``f`` (default 0.1) of its
-  largest entry, rounded to 3 significant digits as a user writes them. The floor stands for what a
-  stock URDF leaves out and a user tunes in: a wrist whose link inertia is tiny still turns a geared
-  motor (its reflected rotor inertia is of the order of the other joints'), and without it the plain
-  rule gives a wrist a few N m/rad, softer than any arm is run (libfranka's joint impedance example
-  uses 50-250 N m/rad on the Panda's wrist joints, 600 on the others);
+  ``pd_feedforward``: ``kp = J_i ωn²``, ``kd = 2 ζ ωn J_i`` with ``J_i = max(D_ii, min(f max_j D_jj,
+  D_ii rate / (4 ζ ωn)))``, the stock file's inertia at the start pose with a floor of a fraction ``f``
+  (default 0.1) of its largest entry, rounded to 3 significant digits as a user writes them. The floor
+  stands for what a stock URDF leaves out and a user tunes in: a wrist whose link inertia is tiny still
+  turns a geared motor (its reflected rotor inertia is of the order of the other joints'), and without
+  it the plain rule gives a wrist a few N m/rad, softer than any arm is run (libfranka's joint impedance
+  example uses 50-250 N m/rad on the Panda's wrist joints, 600 on the others). The floor never takes a
+  joint's damping past ``kd Δt / D_ii = 0.5`` (``Δt`` the control period): a joint whose inertia is a
+  hundredth of the largest (the Stanford arm's wrist) would otherwise get a damping its sampled loop
+  cannot hold (``kd Δt / D_ii`` = 3: it diverged);
 * :func:`node_parameters`: the simulator's and the feed-forward node's ``ros__parameters`` (the chain
   options of the command; every case changes only ``control_law`` and ``feedforward_source`` at run
   time, and case C only ``robot_config`` on the command line);
@@ -68,7 +71,8 @@ class Settings:
 def gains(model: RobotModel, q0: FloatArray, s: Settings) -> tuple[FloatArray, FloatArray]:
     """The given gains, else ``kp = J_i ωn²``, ``kd = 2 ζ ωn J_i`` (module docstring; 3 significant digits)."""
     diagonal = np.diag(np.asarray(inertia_matrix(model, q0)))
-    d = np.maximum(diagonal, s.inertia_floor * diagonal.max())
+    stiffest = diagonal * s.rate / (4.0 * s.damping_ratio * s.bandwidth)  # the floor's cap: kd Δt / D_ii <= 0.5
+    d = np.maximum(diagonal, np.minimum(s.inertia_floor * diagonal.max(), stiffest))
     kp = np.asarray(s.kp, dtype=float) if s.kp is not None else d * s.bandwidth**2
     kd = np.asarray(s.kd, dtype=float) if s.kd is not None else 2.0 * s.damping_ratio * s.bandwidth * d
     rounded = [np.array([float(f"{v:.3g}") for v in np.broadcast_to(k, (model.dof,))]) for k in (kp, kd)]
