@@ -60,7 +60,7 @@ def register(sub: Any) -> None:
         type=float,
         default=0.1,
         metavar="F",
-        help="gains: D_ii no less than F times the largest (%(default)s; 0 = the plain rule)",
+        help="gains: D_ii no less than F times the largest, up to kd dt / D_ii = 0.5 (%(default)s; 0 = the plain rule)",
     )
     p.add_argument("--rate", type=float, default=1000.0, metavar="HZ", help="control rate (%(default)s)")
     p.add_argument("--timestep", type=float, default=0.001, metavar="S", help="largest physics timestep (%(default)s)")
