@@ -84,12 +84,12 @@ def external_wrench(
     kept = s > cut
     gain = np.where(kept, s / np.where(kept, s * s + lam * lam, 1.0), 0.0)
     if tau.ndim == 1 and J.ndim == 2:  # one state (a node's joint state): plain matrix products, float ratio
-        largest, smallest = float(s[0]), float(s[-1])
+        top, bottom = float(s[0]), float(s[-1])
         return WrenchEstimate(
             wrench=U @ (gain * (Vt @ tau)),
             frame=frame,
-            condition=np.float64(largest / smallest if smallest > 0.0 else np.inf),
-            rank=np.int64(np.count_nonzero(kept)),
+            condition=np.asarray(top / bottom if bottom > 0.0 else np.inf),
+            rank=np.asarray(np.count_nonzero(kept)),
             damping=lam,
             floor=cut,
         )
