@@ -19,10 +19,10 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
 
+import test_ros_simulator_plant  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from ros_harness import Collector, Spinner, client_node, private_context, spinner_in_namespace, wait_until  # noqa: E402
-import test_ros_simulator_plant  # noqa: E402
 from test_ros_simulator_plant import UR5, Controller, start_simulator  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
