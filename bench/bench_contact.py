@@ -9,7 +9,7 @@ fingers), everything a user would do, with the package's own commands, in one ru
    MuJoCo ``frictionloss``, armature) and per link (masses and inertias ±20 %, seeded) — the UR5 by
    ``config/plant_deviations.yaml``, the Panda by damping 1, friction 1, armature 0.05, ±20 % (the
    plant benchmark's deviations); and the same plant **without Coulomb friction**. MuJoCo's contacts
-   are switched off: the stock collision meshes, compiled as convex hulls, touch in most poses (the
+   are switched off: the stock collision meshes, compiled as convex hulls, touch in many poses (the
    UR5's forearm and wrist 2 in 28 % of poses drawn in ±1.5 rad, 2 cm deep), which is a contact the observer
    rightly reports but no free motion.
 2. **Motion**: ``robot-dynamics excitation`` designs six 20 s trajectories (0.1 Hz, 4 harmonics, 1 s
