@@ -214,6 +214,8 @@ def test_bad_states_are_skipped_and_parameters_refused_with_the_reason(
         ({"clear_ratio": 1.5}, "clear_ratio"),
         ({"wrench_frame": "world"}, "expected one of"),
         ({"wrench_damping": -0.1}, ">= 0"),
+        ({"reversal_thresholds": [1.0, 2.0]}, "expected 1 or 6 values"),
+        ({"reversal_velocity": -0.05}, "finite and >= 0"),
     ):
         (result,) = set_parameters(client, name, **values)
         assert not result.successful and reason in result.reason, (values, result.reason)
@@ -223,6 +225,9 @@ def test_bad_states_are_skipped_and_parameters_refused_with_the_reason(
     np.testing.assert_array_equal(node.detector.thresholds, [1, 2, 3, 4, 5, 6])
     (ok,) = set_parameters(client, name, observer_gain=[20.0, 20.0, 20.0, 30.0, 30.0, 30.0])
     assert ok.successful and node.observer.gain.tolist() == [20.0] * 3 + [30.0] * 3
+    results = set_parameters(client, name, reversal_thresholds=2.0, reversal_velocity=[0.1] * 6)
+    assert all(ok.successful for ok in results) and node.detector.reversal_thresholds.tolist() == [2.0] * 6
+    assert node.detector.reversal_velocity.tolist() == [0.1] * 6
     # time going backwards: the observer starts over (r = 0) with a warning
     count = len(torques.snapshot())
     pub.publish(joint_state(q[5], qd[5], tau[5], stamps[5], order))

@@ -8,9 +8,12 @@ For the ``sensor_msgs/JointState`` stream of a bag (read and matched to the mode
   sample, all at once (:func:`robot_dynamics.dynamics.momentum_observer.observe`, the contact node's
   observer in batch form: feeding the bag to the node gives the same ``r``);
 * the collision events of per-joint thresholds with hysteresis (:mod:`robot_dynamics.contact`, the
-  node's detector): when each joint entered and left collision;
+  node's detector): when each joint entered and left collision; with reversal allowances the
+  thresholds grow near each joint's velocity reversals (the reversal weights ``z`` of every sample);
 * or, for a recording of free motion, **thresholds**: per joint ``margin x max |r|``
-  (:func:`robot_dynamics.contact.calibrate_thresholds`), written as a parameter file of the node.
+  (:func:`robot_dynamics.contact.calibrate_thresholds`) or, reversal-aware, the thresholds away from
+  reversals and the allowance near them (:func:`robot_dynamics.contact.calibrate_reversal`), written
+  as a parameter file of the node.
 
 Samples whose position, velocity or effort is missing or not finite are skipped (counted), as the
 node skips such messages: the observer spans the gap between the good samples around them.
@@ -26,7 +29,15 @@ import numpy as np
 
 from robot_dynamics.bag.decode import JointStateSeries
 from robot_dynamics.bag.reader import BagError
-from robot_dynamics.contact import DEFAULT_CLEAR_RATIO, Transition, check_thresholds, transitions
+from robot_dynamics.contact import (
+    DEFAULT_CLEAR_RATIO,
+    DEFAULT_REVERSAL_VELOCITY,
+    Transition,
+    check_reversal,
+    check_thresholds,
+    reversal_weights,
+    transitions,
+)
 from robot_dynamics.dynamics.momentum_observer import ObserverRun, observe, observer_gain
 from robot_dynamics.errors import StateError
 from robot_dynamics.model import FloatArray, RobotModel
@@ -38,7 +49,8 @@ class ContactError(BagError):
 
 @dataclass(frozen=True)
 class ContactAnalysis:
-    """The observer over a bag's joint states (``run``), the events for ``thresholds`` (if given)."""
+    """The observer over a bag's joint states (``run``), the reversal weights ``z`` ``(N, n)`` for
+    ``reversal_velocity``, the events for ``thresholds`` (if given; plus ``reversal_thresholds``)."""
 
     bag: str
     robot: str
@@ -50,7 +62,17 @@ class ContactAnalysis:
     thresholds: FloatArray | None
     clear_ratio: float
     events: list[Transition]
+    weights: FloatArray
+    reversal_velocity: FloatArray
+    reversal_thresholds: FloatArray | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+
+    def levels(self) -> FloatArray | None:
+        """The thresholds in force at every sample ``(N, n)`` (None without thresholds)."""
+        if self.thresholds is None:
+            return None
+        extra = 0.0 if self.reversal_thresholds is None else self.reversal_thresholds
+        return np.asarray(self.thresholds + extra * self.weights)
 
     @property
     def count(self) -> int:
@@ -70,6 +92,8 @@ class ContactAnalysis:
             if self.thresholds is not None:
                 row["threshold"] = float(self.thresholds[j])
                 row["clear_level"] = float(self.clear_ratio * self.thresholds[j])
+                if self.reversal_thresholds is not None:
+                    row["reversal_threshold"] = float(self.reversal_thresholds[j])
                 row["collisions"] = sum(1 for e in self.events if e.joint == j and e.raised)
             joints.append(row)
         return {
@@ -105,6 +129,8 @@ def analyse(
     gain: float | FloatArray = 50.0,
     thresholds: FloatArray | None = None,
     clear_ratio: float = DEFAULT_CLEAR_RATIO,
+    reversal_thresholds: FloatArray | None = None,
+    reversal_velocity: float | FloatArray = DEFAULT_REVERSAL_VELOCITY,
     friction: bool = True,
     smooth: bool = True,
     bag: str = "",
@@ -116,6 +142,8 @@ def analyse(
     try:
         k = observer_gain(gain, model.dof)
         th = None if thresholds is None else check_thresholds(thresholds, model.dof)
+        extra = None if reversal_thresholds is None else check_reversal(reversal_thresholds, model.dof, "reversal")
+        band = check_reversal(reversal_velocity, model.dof, "reversal velocity")
     except StateError as exc:
         raise ContactError(str(exc)) from None
     if series.effort is None:
@@ -134,7 +162,8 @@ def analyse(
     run = observe(
         model, t, series.position[good], series.velocity[good], series.effort[good], k, friction=friction, smooth=smooth
     )
-    events = transitions(run.t, run.r, th, clear_ratio) if th is not None else []
+    weights = reversal_weights(run.t, series.velocity[good], k, band)
+    events = transitions(run.t, run.r, th, clear_ratio, extra, weights) if th is not None else []
     return ContactAnalysis(
         bag=bag,
         robot=model.name,
@@ -146,10 +175,14 @@ def analyse(
         thresholds=th,
         clear_ratio=clear_ratio,
         events=events,
+        weights=weights,
+        reversal_velocity=band,
+        reversal_thresholds=extra,
         settings={
             "joint_states_topic": series.topic,
             "friction": ("smooth" if smooth else "exact") if friction else "off",
             "gain": k.tolist(),
+            "reversal_velocity": band.tolist(),
         },
     )
 
@@ -163,18 +196,34 @@ def _double(value: float, digits: int = 4) -> str:
     return text if any(c in text for c in ".en") else text + ".0"
 
 
-def parameter_file(thresholds: FloatArray, gain: FloatArray, clear_ratio: float, note: str) -> str:
-    """A ROS 2 parameter file of the contact node: ``thresholds`` (rounded up to 4 digits), with the
-    gain and clear ratio they were measured for."""
-    th = ", ".join(_double(float(v)) for v in thresholds)
-    k = ", ".join(_double(float(v)) for v in gain)
+def _doubles(values: FloatArray) -> str:
+    return ", ".join(_double(float(v)) for v in values)
+
+
+def parameter_file(
+    thresholds: FloatArray,
+    gain: FloatArray,
+    clear_ratio: float,
+    note: str,
+    reversal_thresholds: FloatArray | None = None,
+    reversal_velocity: FloatArray | None = None,
+) -> str:
+    """A ROS 2 parameter file of the contact node: ``thresholds`` (and ``reversal_thresholds``, rounded
+    up to 4 digits), with the gain, clear ratio and reversal velocity they were measured for."""
+    reversal = ""
+    if reversal_thresholds is not None and reversal_velocity is not None:
+        reversal = (
+            f"    reversal_thresholds: [{_doubles(reversal_thresholds)}]\n"
+            f"    reversal_velocity: [{', '.join(repr(float(v)) for v in reversal_velocity)}]\n"
+        )
     return (
         f"# {note}\n"
-        "# The thresholds hold for this observer gain and friction model: change them together.\n"
+        "# The thresholds hold for this observer gain, friction model and reversal velocity: change them together.\n"
         "/**/contact_node:\n"
         "  ros__parameters:\n"
-        f"    observer_gain: [{k}]\n"
-        f"    thresholds: [{th}]\n"
+        f"    observer_gain: [{_doubles(gain)}]\n"
+        f"    thresholds: [{_doubles(thresholds)}]\n"
+        f"{reversal}"
         f"    clear_ratio: {_double(float(clear_ratio))}\n"
     )
 
@@ -185,8 +234,9 @@ def plot(path: str | Path, analysis: ContactAnalysis) -> Path:
 
     run = analysis.run
     curves: dict[str, FloatArray | None] = {"external torque r": run.r}
-    if analysis.thresholds is not None:
-        level = np.broadcast_to(analysis.thresholds, run.r.shape)
+    level = analysis.levels()
+    if level is not None:
+        level = np.broadcast_to(level, run.r.shape)
         curves["+threshold"], curves["-threshold"] = level, -level
     title = (
         f"{analysis.robot}: {Path(analysis.bag).name or 'bag'}, {analysis.count} joint states, "

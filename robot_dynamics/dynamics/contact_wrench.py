@@ -83,6 +83,16 @@ def external_wrench(
     U, s, Vt = np.linalg.svd(J, full_matrices=False)  # J = U diag(s) V^T, s descending, min(6, n) values
     kept = s > cut
     gain = np.where(kept, s / np.where(kept, s * s + lam * lam, 1.0), 0.0)
+    if tau.ndim == 1 and J.ndim == 2:  # one state (a node's joint state): plain matrix products, float ratio
+        top, bottom = float(s[0]), float(s[-1])
+        return WrenchEstimate(
+            wrench=U @ (gain * (Vt @ tau)),
+            frame=frame,
+            condition=np.asarray(top / bottom if bottom > 0.0 else np.inf),
+            rank=np.asarray(np.count_nonzero(kept)),
+            damping=lam,
+            floor=cut,
+        )
     along = np.matmul(Vt, tau[..., None])  # v_i . tau_ext
     F = np.matmul(U, gain[..., None] * along)[..., 0]
     smallest = s[..., -1]

@@ -219,7 +219,8 @@ class MomentumObserver:
         observer as it was, so the next good sample continues correctly. Intervals equal to the nanosecond share their
     ``exp(-K dt)`` (computed once at a fixed rate). :meth:`reset` starts over
         (``r = 0``, the next sample is the new ``p(0)``); :meth:`set_model` swaps the model (a payload)
-        and carries on from the last sample; :attr:`gain` may change between samples.
+        and carries on from the last sample; :attr:`gain` may change between samples. :attr:`decay` is
+        ``exp(-K dt)`` of the last interval (the collision detector's reversal weights use it).
     """
 
     def __init__(self, model: RobotModel, gain: ArrayLike, *, friction: bool = True, smooth: bool = True) -> None:
@@ -233,6 +234,7 @@ class MomentumObserver:
         self._p: FloatArray = self.r
         self._beta: FloatArray = self.r
         self._decay: tuple[int, FloatArray, FloatArray, FloatArray] | None = None  # dt in ns, gain, a, w
+        self.decay: FloatArray | None = None  # exp(-K dt) of the last interval (None: no interval yet)
 
     def set_gain(self, gain: ArrayLike) -> None:
         self.gain = observer_gain(gain, self.model.dof)
@@ -240,6 +242,7 @@ class MomentumObserver:
     def reset(self) -> None:
         self.r = np.zeros(self.model.dof)
         self._last = None
+        self.decay = None
         self.samples = 0
 
     def set_model(self, model: RobotModel, *, friction: bool | None = None, smooth: bool | None = None) -> None:
@@ -278,6 +281,7 @@ class MomentumObserver:
             if cached is None or cached[0] != key or cached[1] is not self.gain:  # a fixed rate: computed once
                 cached = self._decay = (key, self.gain, *decay(self.gain, dt))
             self.r = cached[2] * self.r + drive(cached[3], dt, p - self._p, self._beta, beta)  # (3)
+            self.decay = cached[2]
         self._last = (float(t), qa.copy(), qda.copy(), tau.copy())
         self._p, self._beta = p, beta
         self.samples += 1

@@ -11,7 +11,8 @@ stamped with its stamp (the node clock's time if zero):
   (:mod:`robot_dynamics.dynamics.contact_wrench`), tool axes (``frame_id`` = the tip link) or base
   axes (``wrench_frame: base``); computed after the torque is out, only while it has a subscriber;
 * ``~/collision`` (robot_dynamics_interfaces/CollisionEvent): whenever a joint enters or leaves
-  collision (``thresholds`` with hysteresis, :mod:`robot_dynamics.contact`; none while unset).
+  collision (``thresholds`` with hysteresis, plus ``reversal_thresholds`` near each joint's velocity
+  reversals, :mod:`robot_dynamics.contact`; none while unset).
 
 Serves ``~/set_payload`` (:mod:`.payload_service`): the observer continues with the loaded model.
 Parameters, bad input (the observer never sees a refused state; time going backwards resets it) and
@@ -34,9 +35,9 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
-from robot_dynamics.contact import DEFAULT_CLEAR_RATIO, CollisionDetector, check_clear_ratio, check_thresholds
+from robot_dynamics.contact import CollisionDetector, check_reversal, check_thresholds
 from robot_dynamics.dynamics import jacobian
-from robot_dynamics.dynamics.contact_wrench import DEFAULT_DAMPING, DEFAULT_FLOOR, external_wrench
+from robot_dynamics.dynamics.contact_wrench import external_wrench
 from robot_dynamics.dynamics.kinematics import Frame
 from robot_dynamics.dynamics.momentum_observer import (
     MomentumObserver,
@@ -46,6 +47,7 @@ from robot_dynamics.dynamics.momentum_observer import (
 )
 from robot_dynamics.errors import StateError
 from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.ros.contact_parameters import PARAMETERS, PER_JOINT, numbers, per_joint_error
 from robot_dynamics.ros.messages import (
     DATA_QOS,
     ComputeStats,
@@ -58,66 +60,10 @@ from robot_dynamics.ros.messages import (
 from robot_dynamics.ros.messages import JointStateMatcher as _Matcher
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
-from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_choice
+from robot_dynamics.ros.robot_node import RobotNode
 from robot_dynamics.ros.serialized import SerializedTemplate
 
 CollisionEvent: Any = import_module("robot_dynamics_interfaces.msg").CollisionEvent
-
-DEFAULT_GAIN = 50.0
-WRENCH_FRAMES = ("tool", "base")
-
-
-def _numbers(value: Any) -> list[float]:
-    """A double / integer / array parameter value as floats; StateError for anything else."""
-    if isinstance(value, bool) or value is None:
-        raise StateError(f"expected a number or an array of numbers, got {value!r}")
-    if isinstance(value, (int, float)):
-        return [float(value)]
-    try:
-        out = [float(v) for v in value if not isinstance(v, bool)]
-    except (TypeError, ValueError):
-        out = []
-    if not out or len(out) != len(value):
-        raise StateError(f"expected a number or an array of numbers, got {value!r}")
-    return out
-
-
-def _non_negative(value: Any) -> str | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0.0
-    return None if ok else f"expected a finite number >= 0, got {value!r}"
-
-
-def _reason(check: Any) -> Any:
-    """A :data:`ParameterCheck` of an engine check that raises StateError."""
-
-    def run(value: Any) -> str | None:
-        try:
-            check(value)
-        except (StateError, TypeError, ValueError) as exc:
-            return str(exc).split(": ", 1)[-1]
-        return None
-
-    return run
-
-
-#: Run-time parameters of one type: name -> (default, description, check).
-PARAMETERS: dict[str, tuple[Any, str, Any]] = {
-    "friction": (True, "observer: the model's friction b(qd)", check_bool),
-    "smooth_friction": (True, "observer: chatter-free (smooth) friction model", check_bool),
-    "clear_ratio": (
-        DEFAULT_CLEAR_RATIO,
-        "a joint leaves collision below clear_ratio x its threshold (hysteresis), 0 < clear_ratio <= 1",
-        _reason(check_clear_ratio),
-    ),
-    "wrench_frame": ("tool", "axes of external_wrench: tool | base", check_choice(WRENCH_FRAMES)),
-    "wrench_damping": (DEFAULT_DAMPING, "damped least-squares lambda of the wrench (>= 0)", _non_negative),
-    "wrench_singular_value_floor": (DEFAULT_FLOOR, "Jacobian singular values <= it are dropped (>= 0)", _non_negative),
-}
-#: Run-time parameters that are a number or an array (one per joint): declared with dynamic typing.
-PER_JOINT: dict[str, tuple[Any, str]] = {
-    "observer_gain": (DEFAULT_GAIN, "observer gain K, 1/s: one value or one per joint (> 0)"),
-    "thresholds": (None, "collision thresholds, N·m (N): one value or one per joint (> 0); unset = no detection"),
-}
 
 
 class ContactNode(RobotNode):
@@ -159,16 +105,8 @@ class ContactNode(RobotNode):
 
     # -- parameters -------------------------------------------------------------------------------
     def _check_per_joint(self, name: str, value: Any) -> str | None:
-        """The reason to refuse ``observer_gain`` / ``thresholds`` (lengths once the model is known)."""
-        if name == "thresholds" and value is None:
-            return None
-        try:
-            values = _numbers(value)
-            n = self.model.dof if self.model is not None else len(values)
-            (observer_gain if name == "observer_gain" else check_thresholds)(values, n)
-        except StateError as exc:
-            return str(exc).split(": ", 1)[-1]
-        return None
+        """The reason to refuse a per-joint parameter (lengths once the model is known)."""
+        return per_joint_error(name, value, self.model.dof if self.model is not None else None)
 
     def _check_parameters_per_joint(self, params: list[Parameter[Any]]) -> SetParametersResult:
         for p in params:
@@ -192,24 +130,26 @@ class ContactNode(RobotNode):
         """The settings into the observer (gain, friction model) and the detector (thresholds)."""
         observer, s = self.observer, self.settings
         assert observer is not None
-        observer.set_gain(observer_gain(_numbers(s["observer_gain"]), n))
+        observer.set_gain(observer_gain(numbers(s["observer_gain"]), n))
         friction, smooth = bool(s["friction"]), bool(s["smooth_friction"])
         if (observer.friction, observer.smooth) != (friction, smooth):  # beta of the last sample anew: no jump
             observer.set_model(observer.model, friction=friction, smooth=smooth)
         thresholds, ratio = s["thresholds"], float(s["clear_ratio"])
+        extra = check_reversal(numbers(s["reversal_thresholds"]), n, "reversal_thresholds")
+        band = check_reversal(numbers(s["reversal_velocity"]), n, "reversal_velocity")
         if thresholds is None:
             self.detector = None
         elif self.detector is None or self.detector.thresholds.size != n:
-            self.detector = CollisionDetector(check_thresholds(_numbers(thresholds), n), ratio)
+            self.detector = CollisionDetector(check_thresholds(numbers(thresholds), n), ratio, extra, band)
         else:
-            self.detector.configure(check_thresholds(_numbers(thresholds), n), ratio)
+            self.detector.configure(check_thresholds(numbers(thresholds), n), ratio, extra, band)
 
     # -- model ------------------------------------------------------------------------------------
     def on_model(self, model: RobotModel) -> None:
         s = self.settings
         try:
             self.observer = MomentumObserver(
-                model, _numbers(s["observer_gain"]), friction=bool(s["friction"]), smooth=bool(s["smooth_friction"])
+                model, numbers(s["observer_gain"]), friction=bool(s["friction"]), smooth=bool(s["smooth_friction"])
             )
             self.detector = None
             self._configure(model.dof)
@@ -279,6 +219,8 @@ class ContactNode(RobotNode):
                 self.reject("joint_states", f"stamp {stamp} ns repeats the previous joint state's")
                 return
             observer.reset()
+            if self.detector is not None:
+                self.detector.restart()
             self.resets += 1
             self.warnings.warn("time", f"joint_states went back in time ({last} -> {stamp} ns): observer reset")
         if observer.samples == 0:
@@ -291,7 +233,7 @@ class ContactNode(RobotNode):
         self._last_stamp = stamp
         self._r = r
         detector = self.detector
-        changes = detector.update(r, observer.samples, stamp * 1e-9) if detector is not None else []
+        changes = detector.update(r, observer.samples, stamp * 1e-9, qd, observer.decay) if detector else []
         t1 = time.perf_counter()
         pub = self.torque_pub
         if self._torque_raw is not None:
@@ -369,8 +311,12 @@ class ContactNode(RobotNode):
             *((f"wrench_{s}_us", f"{wrench[f'compute_{s}_us']:.1f}") for s in ("mean", "p99", "max")),
             *((f"residual[{name}]", f"{v:.4g}") for name, v in zip(names, self._r.tolist(), strict=False)),
             *(
-                (f"threshold[{name}]", f"{v:g}")
-                for name, v in zip(names, detector.thresholds.tolist() if detector else [], strict=False)
+                (f"threshold[{name}]", f"{v:g}")  # in force now: plus the reversal allowance x its weight
+                for name, v in zip(names, detector.current_thresholds().tolist() if detector else [], strict=False)
+            ),
+            *(
+                (f"reversal_threshold[{name}]", f"{v:g}")
+                for name, v in zip(names, detector.reversal_thresholds.tolist() if detector else [], strict=False)
             ),
             *self.payload_switch.diagnostic_values(),
         ]

@@ -1,0 +1,189 @@
+"""A run of a plant under the control law, with pushes at the tool, recorded as a real arm records it.
+
+:func:`run_plant` steps a :class:`~robot_dynamics.plant.base.Plant` one control period at a time (no
+ROS, deterministic), as the simulator node does in lock-step with the feed-forward node:
+
+* at ``t_k = k * period`` the controller (:class:`robot_dynamics.control.Controller`: feed-forward, PD
+  + feed-forward or computed torque, with the node's hold rules) answers the state ``(q_k, qd_k)``,
+  tracking an optional trajectory with the node's activation rules
+  (:class:`robot_dynamics.feedforward.TrajectorySchedule`; it starts at ``trajectory_start``);
+* the **pushes** active at ``t_k`` (:class:`Push`: a constant wrench on the tool from ``start`` for
+  ``duration`` s, in world axes at the tool point, the force and moment the environment exerts; pushes
+  that overlap add up) are the plant's external wrench for that period;
+* the plant applies the command (limited to the effort limits) for one period.
+
+The :class:`PlantRun` holds what a real arm's driver publishes — ``joint_states`` with position,
+velocity and **effort = the torque applied over the period that ended at the sample** (as the
+simulator node publishes; the first sample carries the first command) — and, for checking an
+estimator, the truth: the wrench applied over the same period and its joint torque ``J(q)^T F``
+(``J`` the tool-point Jacobian in world axes of the plant's own model at the pose where the period
+began, where the plant applied it). :func:`write_run_bag` writes the joint states as a rosbag2 bag
+(:class:`robot_dynamics.bag.BagWriter`), which every command reads as it reads a real recording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from robot_dynamics.bag.sample import START_NS
+from robot_dynamics.bag.writer import BagWriter
+from robot_dynamics.control import Controller
+from robot_dynamics.dynamics import jacobian
+from robot_dynamics.errors import StateError
+from robot_dynamics.feedforward import TrajectorySchedule
+from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.plant.base import Plant
+from robot_dynamics.trajectory import JointTrajectorySampler
+
+
+@dataclass(frozen=True)
+class Push:
+    """``wrench`` ``[fx, fy, fz, mx, my, mz]`` (N, N·m; world axes, at the tool point, exerted on the
+    robot) from ``start`` for ``duration`` seconds of the run."""
+
+    start: float
+    duration: float
+    wrench: tuple[float, float, float, float, float, float]
+
+    def __post_init__(self) -> None:
+        w = np.asarray(self.wrench, dtype=np.float64)
+        if w.shape != (6,) or not np.isfinite(w).all():
+            raise StateError(f"push wrench: expected 6 finite numbers [fx, fy, fz, mx, my, mz], got {self.wrench!r}")
+        if not (np.isfinite(self.start) and self.start >= 0.0 and np.isfinite(self.duration) and self.duration > 0.0):
+            raise StateError(f"push: start >= 0 and duration > 0 s expected, got {self.start!r}, {self.duration!r}")
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
+
+
+@dataclass(frozen=True)
+class PlantRun:
+    """Samples ``k = 0..N-1`` at ``t`` ``(N,)`` s (from 0): the state ``q``, ``qd`` ``(N, n)``; ``effort``
+    ``(N, n)`` the torque applied over the period ending at ``t_k``; ``wrench`` ``(N, 6)`` the external
+    wrench applied over that period (world axes) and ``tau_ext`` ``(N, n)`` its joint torque; the
+    desired position ``q_desired`` ``(N, n)``; ``contacts`` ``(N,)`` the plant's contact count (MuJoCo's
+    own contacts, e.g. a self-collision; 0 for an engine without contacts)."""
+
+    t: FloatArray
+    q: FloatArray
+    qd: FloatArray
+    effort: FloatArray
+    wrench: FloatArray
+    tau_ext: FloatArray
+    q_desired: FloatArray
+    contacts: np.ndarray
+    joint_names: tuple[str, ...]
+    period: float
+
+    @property
+    def pushed(self) -> np.ndarray:
+        """``(N,)`` whether a wrench was applied over the period ending at each sample."""
+        return np.asarray(np.any(self.wrench != 0.0, axis=1))
+
+
+def _wrench_schedule(pushes: Sequence[Push], steps: int, period: float) -> FloatArray:
+    """``(steps, 6)``: the wrench of each period, pushes rounded to whole periods (``start <= t_k < end``)."""
+    out = np.zeros((steps, 6))
+    for p in pushes:
+        first, last = round(p.start / period), round(p.end / period)
+        out[first:last] += np.asarray(p.wrench, dtype=np.float64)
+    return out
+
+
+def run_plant(
+    plant: Plant,
+    controller: Controller,
+    duration: float,
+    *,
+    trajectory: JointTrajectorySampler | None = None,
+    trajectory_start: float = 0.0,
+    pushes: Sequence[Push] = (),
+    reference: RobotModel | None = None,
+) -> PlantRun:
+    """``duration`` s of the plant (from its current state) under ``controller`` (module docstring).
+
+    ``reference``: the model whose Jacobian gives ``tau_ext`` (default: the plant's own model, its
+    ``true_model`` where it has one).
+    """
+    period, n = plant.period, plant.model.dof
+    steps = round(duration / period)
+    if steps < 1:
+        raise StateError(f"duration: at least one period ({period} s) expected, got {duration!r} s")
+    period_ns = round(period * 1e9)
+    schedule = TrajectorySchedule()
+    if trajectory is not None:
+        schedule.submit(trajectory, round(trajectory_start * 1e9), 0)
+    q, qd = np.empty((steps + 1, n)), np.empty((steps + 1, n))
+    effort, q_desired = np.empty((steps + 1, n)), np.empty((steps + 1, n))
+    wrench, contacts = np.zeros((steps + 1, 6)), np.zeros(steps + 1, dtype=np.int64)
+    wrenches = _wrench_schedule(pushes, steps, period)
+    data = getattr(plant, "data", None)
+    for k in range(steps + 1):
+        q[k], qd[k] = plant.q, plant.qd
+        contacts[k] = int(data.ncon) if data is not None else 0
+        if k == steps:
+            break
+        now = k * period_ns
+        desired, finished = schedule.step(now, q[k], qd[k])
+        tau, q_desired[k], _ = controller.command(now, q[k], qd[k], desired, schedule.ended if finished else None)
+        plant.external_wrench = wrenches[k]
+        effort[k + 1] = plant.step(tau)
+        wrench[k + 1] = plant.external_wrench
+    effort[0] = effort[1]
+    q_desired[steps] = q_desired[steps - 1]
+    plant.external_wrench = np.zeros(6)
+    model = reference if reference is not None else getattr(plant, "true_model", plant.model)
+    tau_ext = np.zeros((steps + 1, n))
+    rows = np.flatnonzero(np.any(wrench != 0.0, axis=1))
+    if rows.size:  # J at the pose where each pushed period began
+        J = jacobian(model, q[rows - 1], frame="world")
+        tau_ext[rows] = np.matmul(J.transpose(0, 2, 1), wrench[rows][:, :, None])[..., 0]
+    return PlantRun(
+        t=np.arange(steps + 1, dtype=np.float64) * period,
+        q=q,
+        qd=qd,
+        effort=effort,
+        wrench=wrench,
+        tau_ext=tau_ext,
+        q_desired=q_desired,
+        contacts=contacts,
+        joint_names=tuple(plant.model.joint_names),
+        period=period,
+    )
+
+
+def write_run_bag(
+    path: str | Path,
+    run: PlantRun,
+    *,
+    topic: str = "joint_states",
+    names: Sequence[str] | None = None,
+    start_ns: int = START_NS,
+    overwrite: bool = False,
+) -> Path:
+    """The run's joint states (position, velocity, effort; stamps ``start_ns + t``) as a rosbag2 bag."""
+    stamps = start_ns + np.round(run.t * 1e9).astype(np.int64)
+    with BagWriter(path, overwrite=overwrite) as bag:
+        bag.write_joint_states(topic, stamps, list(names or run.joint_names), run.q, run.qd, run.effort)
+    return Path(path)
+
+
+def push_schedule(directions: ArrayLike, force: float, first: float, spacing: float, duration: float) -> list[Push]:
+    """Pushes of ``force`` N along each of ``directions`` ``(m, 3)`` (normalised; world axes), the
+    ``i``-th from ``first + i * spacing`` for ``duration`` s."""
+    d = np.asarray(directions, dtype=np.float64).reshape(-1, 3)
+    unit = d / np.linalg.norm(d, axis=1, keepdims=True)
+    pushes = []
+    for i, u in enumerate(unit):
+        fx, fy, fz = (force * u).tolist()
+        pushes.append(Push(first + i * spacing, duration, (fx, fy, fz, 0.0, 0.0, 0.0)))
+    return pushes
+
+
+__all__ = ["PlantRun", "Push", "push_schedule", "run_plant", "write_run_bag"]
