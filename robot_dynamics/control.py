@@ -7,6 +7,9 @@ With the desired state ``q_d, qd_d, qdd_d`` (a trajectory sampled by the activat
 * ``feedforward``: ``τ = τ_ff`` — the feed-forward law alone (:class:`~robot_dynamics.feedforward.
   FeedforwardLaw`): inverse dynamics at the desired state while tracking, ``c(q) + b(qd)`` at the
   measured state while holding, friction as its options say;
+* ``pd``: ``τ = Kp e + Kd ė`` — PD control alone, no model (Siciliano et al. §8.5.1 without the
+  gravity term): the baseline a model-based law is measured against. At rest the arm sags under
+  gravity until ``Kp e`` carries it;
 * ``pd_feedforward``: ``τ = τ_ff + Kp e + Kd ė`` — PD feedback around the same feed-forward (PD
   control with gravity compensation when holding; Siciliano, Sciavicco, Villani & Oriolo, *Robotics:
   Modelling, Planning and Control*, 2009, §8.5.1). ``Kp`` in N·m/rad (N/m), ``Kd`` in N·m·s/rad;
@@ -18,6 +21,13 @@ With the desired state ``q_d, qd_d, qdd_d`` (a trajectory sampled by the activat
   measured velocity loaded by that torque (the friction options ``friction``/``smooth_friction``
   apply; ``friction_velocity`` does not: the state is the measured one). ``Kp`` in 1/s², ``Kd`` in
   1/s: each joint's error obeys ``ë + Kd ė + Kp e = 0`` when the model is exact.
+
+**Feed-forward source** (``feedforward_source``): ``model`` (the default), ``τ_ff`` as above; or
+``trajectory``: while tracking, ``τ_ff`` is the trajectory's own efforts (``JointTrajectoryPoint.effort``,
+interpolated linearly between the points: :class:`~robot_dynamics.trajectory.JointTrajectorySampler`)
+for a planner that computes them, or an experiment that feeds a plant's own inverse dynamics; a
+trajectory without efforts, and holding, use the model. It applies to ``feedforward`` and
+``pd_feedforward``; ``computed_torque`` is the model at the measured state, ``pd`` has no feed-forward.
 
 **Holding** (no active trajectory): the desired state is ``(q_hold, 0, 0)``. ``q_hold`` is fixed when a
 hold begins: the last point of the trajectory that just finished (the goal, as ros2_controllers'
@@ -59,10 +69,12 @@ from robot_dynamics.feedforward import (
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.trajectory import TrajectorySample
 
-ControlLawName = Literal["feedforward", "pd_feedforward", "computed_torque"]
+ControlLawName = Literal["feedforward", "pd", "pd_feedforward", "computed_torque"]
 StaleAction = Literal["zero", "hold"]
-CONTROL_LAWS: tuple[str, ...] = ("feedforward", "pd_feedforward", "computed_torque")
+FeedforwardSource = Literal["model", "trajectory"]
+CONTROL_LAWS: tuple[str, ...] = ("feedforward", "pd", "pd_feedforward", "computed_torque")
 STALE_ACTIONS: tuple[str, ...] = ("zero", "hold")
+FEEDFORWARD_SOURCES: tuple[str, ...] = ("model", "trajectory")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -118,6 +130,7 @@ class ControlSettings:
     friction: bool = True
     smooth: bool = True
     friction_velocity: FrictionVelocity = "desired"
+    feedforward_source: FeedforwardSource = "model"
     limit_efforts: bool = False
     state_timeout: float = 0.0  # s; 0 = never stale
     stale_action: StaleAction = "zero"
@@ -127,7 +140,7 @@ class ControlSettings:
 # the law
 # ------------------------------------------------------------------------------------------------
 class ControlLaw:
-    """The three laws of the module docstring for ``model``, one state or a batch, and the clamp."""
+    """The laws of the module docstring for ``model``, one state or a batch, and the clamp."""
 
     def __init__(self, model: RobotModel, feedforward: FeedforwardLaw | None = None) -> None:
         self.model = model
@@ -145,9 +158,13 @@ class ControlLaw:
         tracking: bool | NDArray[np.bool_],
         s: ControlSettings,
     ) -> FloatArray:
-        """``τ_ff``: the tracking law at ``desired`` where ``tracking``, the holding law at ``q, qd`` elsewhere."""
+        """``τ_ff``: the tracking law at ``desired`` where ``tracking``, the holding law at ``q, qd`` elsewhere;
+        the trajectory's efforts instead of the tracking law with ``feedforward_source: trajectory``."""
         ff, measured = self.feedforward, s.friction_velocity == "measured"
+        planned = desired.efforts if s.feedforward_source == "trajectory" else None
         if isinstance(tracking, (bool, np.bool_)):
+            if tracking and planned is not None:
+                return np.array(planned)
             if tracking:
                 return ff.tracking(
                     desired.positions, desired.velocities, desired.accelerations, s.friction, s.smooth,
@@ -161,6 +178,9 @@ class ControlLaw:
             qd[on] if measured else None,
         )  # fmt: skip
         tau[off] = ff.holding(q[off], qd[off], s.friction, s.smooth)
+        if planned is not None:  # rows whose trajectory has efforts (NaN rows: it has none)
+            given = tracking & np.isfinite(planned).all(axis=1)
+            tau[given] = planned[given]
         return tau
 
     def torque(
@@ -177,6 +197,8 @@ class ControlLaw:
         kp = self.zeros if s.kp is None else s.kp
         kd = self.zeros if s.kd is None else s.kd
         feedback = kp * (desired.positions - q) + kd * (desired.velocities - qd)
+        if s.law == "pd":
+            return feedback
         if s.law == "pd_feedforward":
             return self.feedforward_torque(q, qd, desired, tracking, s) + feedback
         if s.law == "computed_torque":  # D(q) v + h(q, qd) + c(q) + b(qd): Newton–Euler at the measured state
@@ -310,7 +332,8 @@ def control_batch(
     every joint state of the stream is taken as fresh.
     """
     n_msgs, n = q.shape
-    desired = TrajectorySample(q.copy(), np.zeros((n_msgs, n)), np.zeros((n_msgs, n)))
+    planned = np.full((n_msgs, n), np.nan) if settings.feedforward_source == "trajectory" else None
+    desired = TrajectorySample(q.copy(), np.zeros((n_msgs, n)), np.zeros((n_msgs, n)), planned)
     tracking = np.zeros(n_msgs, dtype=bool)
     hold_from: dict[int, FloatArray] = {0: q[0]} if n_msgs else {}  # first holding row -> q_hold
     for seg in active_segments(law.model.joint_names, receive_times, stamps, q, qd, trajectories):
@@ -318,6 +341,8 @@ def control_batch(
         desired.positions[rows] = seg.desired.positions
         desired.velocities[rows] = seg.desired.velocities
         desired.accelerations[rows] = seg.desired.accelerations
+        if planned is not None and seg.desired.efforts is not None:
+            planned[rows] = seg.desired.efforts
         tracking[rows] = True
         if seg.finished_at is not None:
             hold_from[seg.finished_at] = seg.end_position

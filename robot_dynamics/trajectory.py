@@ -9,6 +9,10 @@ given at both ends (the rule of ros2_controllers' ``joint_trajectory_controller`
 * positions and velocities → cubic Hermite segment,
 * positions only → linear segment (constant velocity, zero acceleration).
 
+Efforts (``JointTrajectoryPoint.effort``: a planner's joint torques along the motion), when given, are
+interpolated linearly between the points — interpolated like positions that come without velocities,
+as nothing is known of their derivatives — and held at the end values outside the points.
+
 Samples at the way points reproduce the given values exactly. Outside ``[t_0, t_{K-1}]`` the
 trajectory holds the nearest end position with zero velocity and acceleration.
 
@@ -34,11 +38,13 @@ InterpolationKind = Literal["linear", "cubic", "quintic"]
 
 @dataclass(frozen=True)
 class TrajectorySample:
-    """Desired state at one time ``(n,)`` or at many times ``(N, n)``."""
+    """Desired state at one time ``(n,)`` or at many times ``(N, n)``; ``efforts`` when the trajectory
+    has them (else None)."""
 
     positions: FloatArray
     velocities: FloatArray
     accelerations: FloatArray
+    efforts: FloatArray | None = None
 
 
 def _as_matrix(value: ArrayLike, what: str, shape: tuple[int, int] | None) -> FloatArray:
@@ -87,7 +93,7 @@ class JointTrajectorySampler:
     """Samples a joint trajectory (see the module docstring for the interpolation rules).
 
     ``times`` ``(K,)`` seconds from the trajectory start (``>= 0``, strictly increasing);
-    ``positions`` ``(K, n)``; ``velocities``/``accelerations`` ``(K, n)`` or ``None``.
+    ``positions`` ``(K, n)``; ``velocities``/``accelerations``/``efforts`` ``(K, n)`` or ``None``.
     Accelerations need velocities. Invalid input raises :class:`~robot_dynamics.errors.StateError`.
     """
 
@@ -97,6 +103,7 @@ class JointTrajectorySampler:
         positions: ArrayLike,
         velocities: ArrayLike | None = None,
         accelerations: ArrayLike | None = None,
+        efforts: ArrayLike | None = None,
     ) -> None:
         t = np.array(times, dtype=float).reshape(-1)
         if t.size == 0:
@@ -120,6 +127,7 @@ class JointTrajectorySampler:
         shape = (int(q.shape[0]), int(q.shape[1]))
         qd = None if velocities is None else _as_matrix(velocities, "velocities", shape)
         qdd = None if accelerations is None else _as_matrix(accelerations, "accelerations", shape)
+        tau = None if efforts is None else _as_matrix(efforts, "efforts", shape)
         if qdd is not None and qd is None:
             raise StateError("trajectory has accelerations but no velocities")
         self.kind: InterpolationKind = "linear" if qd is None else ("cubic" if qdd is None else "quintic")
@@ -127,9 +135,10 @@ class JointTrajectorySampler:
         self.positions = q
         self.velocities = qd
         self.accelerations = qdd
+        self.efforts = tau
         self._times_list: list[float] = t.tolist()
         self._coefficients = _segment_coefficients(t, q, qd, qdd) if t.size > 1 else np.zeros((0, 6, q.shape[1]))
-        for arr in (self.times, self.positions, self._coefficients, qd, qdd):
+        for arr in (self.times, self.positions, self._coefficients, qd, qdd, tau):
             if arr is not None:
                 arr.setflags(write=False)
         self._zeros = np.zeros(q.shape[1])
@@ -156,7 +165,8 @@ class JointTrajectorySampler:
         ROS semantics: when the first point's ``time_from_start`` is positive, motion starts from the
         robot's state at the trajectory start time. A trajectory whose first point is at 0 is returned
         unchanged. Velocity/acceleration default to zero and are used only where the trajectory's own
-        points carry them.
+        points carry them; efforts, where the points carry them, start at the first point's (nothing
+        is known of the effort at the measured state).
         """
         if self.times[0] == 0.0:
             return self
@@ -172,13 +182,36 @@ class JointTrajectorySampler:
             first = np.zeros((1, self.dof)) if value is None else np.asarray(value, dtype=float).reshape(1, -1)
             return np.vstack((first, block))
 
+        first_effort = None if self.efforts is None else self.efforts[0]
         return JointTrajectorySampler(
-            times, qs, prepend(self.velocities, velocity), prepend(self.accelerations, acceleration)
+            times,
+            qs,
+            prepend(self.velocities, velocity),
+            prepend(self.accelerations, acceleration),
+            prepend(self.efforts, first_effort),
         )
 
     # -- sampling ---------------------------------------------------------------------------------
     def sample(self, t: float) -> TrajectorySample:
-        """Desired positions, velocities and accelerations ``(n,)`` at one time ``t`` (seconds)."""
+        """Desired positions, velocities and accelerations (and efforts) ``(n,)`` at one time ``t`` (seconds)."""
+        state = self._state(t)
+        if self.efforts is None:
+            return state
+        return TrajectorySample(state.positions, state.velocities, state.accelerations, self._effort(t))
+
+    def _effort(self, t: float) -> FloatArray:
+        """The efforts at ``t``: linear between the points, the end values outside them."""
+        times, tau = self._times_list, self.efforts
+        assert tau is not None
+        if t <= times[0] or len(times) == 1:
+            return tau[0].copy()
+        if t >= times[-1]:
+            return tau[-1].copy()
+        k = bisect.bisect_right(times, t) - 1
+        w = (t - times[k]) / (times[k + 1] - times[k])
+        return (1.0 - w) * tau[k] + w * tau[k + 1]  # exact at both points
+
+    def _state(self, t: float) -> TrajectorySample:
         times = self._times_list
         if not math.isfinite(t):
             raise StateError(f"trajectory sample time is not finite ({t})")
@@ -205,6 +238,23 @@ class JointTrajectorySampler:
         ts = np.asarray(t, dtype=float).reshape(-1)
         if not np.all(np.isfinite(ts)):
             raise StateError("trajectory sample times are not all finite")
+        state = self._states(ts)
+        if self.efforts is None:
+            return state
+        return TrajectorySample(state.positions, state.velocities, state.accelerations, self._efforts_many(ts))
+
+    def _efforts_many(self, ts: FloatArray) -> FloatArray:
+        """Vectorised :meth:`_effort`."""
+        tau = self.efforts
+        assert tau is not None
+        if self.times.size == 1:
+            return np.repeat(tau[:1], ts.size, axis=0)
+        tc = np.clip(ts, self.times[0], self.times[-1])
+        k = np.clip(np.searchsorted(self.times, tc, side="right") - 1, 0, self.times.size - 2)
+        w = ((tc - self.times[k]) / (self.times[k + 1] - self.times[k]))[:, None]
+        return (1.0 - w) * tau[k] + w * tau[k + 1]
+
+    def _states(self, ts: FloatArray) -> TrajectorySample:
         n_out = ts.size
         q = np.empty((n_out, self.dof))
         qd = np.zeros((n_out, self.dof))
@@ -257,4 +307,4 @@ class JointTrajectorySampler:
                 qdd = 6.0 * c[3] * s + 2.0 * c[2]
         else:
             qdd = self._zeros.copy()
-        return TrajectorySample(q, qd, qdd)
+        return TrajectorySample(q, qd, qdd, None if self.efforts is None else self.efforts[k].copy())

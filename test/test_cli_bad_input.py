@@ -37,6 +37,7 @@ ROBOT_COMMANDS = {
     "identify": ["identify", "{bag}", "--robot", "{robot}", "--out", "{tmp}/identified.yaml"],
     "excitation": ["excitation", "{robot}", "--duration", "2", "--harmonics", "1", "--out", "{tmp}/traj.yaml"],
     "contact": ["contact", "{bag}", "--robot", "{robot}"],
+    "closed-loop": ["closed-loop", "{robot}", "--out", "{tmp}/closed_loop"],
 }
 
 BAD_ROBOTS = {
@@ -86,6 +87,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         w.write_joint_trajectory("joint_trajectory", T0, names, [0.0, 0.2], np.zeros((2, 6)))
     (root / "exists").mkdir()
     (root / "a_file").write_text("x")
+    (root / "short_plant.yaml").write_text("damping: [1.0, 2.0]\n")
+    (root / "negative_plant.yaml").write_text("friction: {joint3: -1.0}\n")
+    massless = "".join(f"<body name='l{k}'><joint name='joint{k}' type='hinge'/>" for k in range(1, 7)) + "</body>" * 6
+    (root / "massless.xml").write_text(f"<mujoco><worldbody>{massless}</worldbody></mujoco>\n")  # does not compile
     return root
 
 
@@ -287,6 +292,26 @@ def test_bad_chain_options_are_one_line(
         (["contact", "{bag}", "--robot", "puma560", "--joint-map", "x"], "--joint-map: expected BAG_NAME=MODEL_NAME"),
         (["contact", "{files}/nan_bag", "--robot", "puma560", "--json", "{files}/exists"], "exists"),
         (["contact", "{files}/nan_bag", "--robot", "puma560", "--plot", "{files}/a_file/p.png"], "a_file"),
+        *(
+            (["closed-loop", "puma560", "--out", "{tmp}/cl", *more], expected)
+            for more, expected in (
+                (["--kp", "nan"], "--kp: gain 0 is not finite (nan)"),
+                (["--kd", "1", "1", "1", "1", "1", "-2"], "--kd: gain 5 is negative (-2); gains must be >= 0"),
+                (["--kp", "1", "2"], "--kp: expected 6 gains (one per joint, model joint order) or one for all, got 2"),
+                (["--plant", "{files}/short_plant.yaml"], "short_plant.yaml: damping: 2 values for the 6 joints"),
+                (["--plant", "{files}/negative_plant.yaml"], "negative_plant.yaml: friction[joint3]: must be >= 0"),
+                (["--plant", "{tmp}/nothing.yaml"], "nothing.yaml"),
+                (["--mjcf", "{files}/massless.xml"], "massless.xml: MuJoCo cannot compile it: Error: mass and inertia"),
+                (["--mjcf", "{tmp}/nothing.xml"], "--mjcf"),
+                (["--rate", "0"], "--rate must be a finite number > 0, got 0.0"),
+                (["--bandwidth", "nan"], "--bandwidth must be a finite number > 0, got nan"),
+                (["--reach", "-1"], "--reach must be a finite number > 0"),
+                (["--harmonics", "0"], "--harmonics must be >= 1"),
+                (["--cases", "A,E"], "cases 'A,E': expected a comma-separated subset of"),
+                (["--start", "1", "2"], "--start: expected 6 values"),
+                (["--start", "0", "0", "0", "0", "0", "9"], "outside the joint limits of ['joint6']"),
+            )
+        ),
     ],
 )
 def test_bad_values_are_one_line(
@@ -306,8 +331,14 @@ def test_the_sweep_covers_every_command() -> None:
 
 @pytest.fixture(autouse=True)
 def _no_ros_wait(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A replay that got past its checks would wait for nodes: fail fast instead of hanging."""
+    """A replay or an experiment that got past its checks would start or wait for nodes: fail fast instead."""
+    import robot_dynamics.ros.closed_loop as closed_loop_module
     import robot_dynamics.ros.replay as replay_module
+
+    def no_experiment(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the bad input reached the experiment")
+
+    monkeypatch.setattr(closed_loop_module.Experiment, "run", no_experiment)
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the bad input reached the replay")

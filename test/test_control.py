@@ -3,7 +3,8 @@
 * computed torque == Pinocchio's ``rnea`` at the measured state and the commanded acceleration
   ``qdd_d + Kp e + Kd ė`` (+ the friction package's friction at the measured velocity);
 * PD + feed-forward == the feed-forward law + ``Kp e + Kd ė`` written out by hand; zero gains ==
-  the pure feed-forward to the bit;
+  the pure feed-forward to the bit; PD alone == ``Kp e + Kd ė``; the trajectory source == the
+  trajectory's efforts + the PD terms;
 * a batch == a loop over single states (1e-12), for every law, tracking and holding mixed;
 * gains validation, the effort clamp and its counters, the hold position, the stale-state rule;
 * :func:`control_batch` over a stream == the :class:`Controller` one joint state at a time.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -111,6 +113,51 @@ def test_pd_feedforward_is_the_feedforward_plus_the_pd_terms_by_hand() -> None:
     np.testing.assert_allclose(held, expected, rtol=0, atol=1e-9)
 
 
+def test_pd_is_the_pd_terms_alone_and_holds_without_a_model() -> None:
+    law = ControlLaw(PUMA)
+    q, qd, q_d, qd_d, qdd_d = states(6, COUNT)
+    s = settings("pd", 6)
+    assert s.kp is not None and s.kd is not None
+    tracking = RNG.random(COUNT) < 0.5
+    zeros = np.zeros_like(q)
+    desired = TrajectorySample(q_d, np.where(tracking[:, None], qd_d, zeros), qdd_d)
+    tau = law.torque(q, qd, desired, tracking, s)
+    pd = np.array([[s.kp[j] * (q_d[k, j] - q[k, j]) + s.kd[j] * (desired.velocities[k, j] - qd[k, j])
+                    for j in range(6)] for k in range(COUNT)])  # fmt: skip
+    np.testing.assert_allclose(tau, pd, rtol=1e-15, atol=1e-12)
+    controller = Controller(law, s)  # at rest: PD to the hold position, no gravity term
+    held, q_hold, _ = controller.command(1, q[0], qd[0], None)
+    np.testing.assert_allclose(held, -s.kd * qd[0], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(q_hold, q[0])
+
+
+def test_the_trajectory_source_takes_the_trajectorys_efforts() -> None:
+    """``feedforward_source: trajectory``: tau_ff = the sample's efforts while tracking (one state, a batch,
+    the rows whose trajectory has efforts); the model where it has none and while holding."""
+    law, ff = ControlLaw(PUMA), FeedforwardLaw(PUMA)
+    q, qd, q_d, qd_d, qdd_d = states(6, COUNT)
+    planned = RNG.uniform(-50, 50, (COUNT, 6))
+    planned[::4] = np.nan  # rows tracking a trajectory without efforts
+    s = settings("pd_feedforward", 6, feedforward_source="trajectory")
+    assert s.kp is not None and s.kd is not None
+    tracking = RNG.random(COUNT) < 0.7
+    tau = law.torque(q, qd, TrajectorySample(q_d, qd_d, qdd_d, planned), tracking, s)
+    pd = s.kp * (q_d - q) + s.kd * (qd_d - qd)
+    model = ff.tracking(q_d, qd_d, qdd_d, True, True) + pd
+    held = ff.holding(q, qd, True, True) + pd
+    given = tracking & np.isfinite(planned).all(axis=1)
+    expected = np.where(given[:, None], planned + pd, np.where(tracking[:, None], model, held))
+    np.testing.assert_allclose(tau, expected, rtol=1e-12, atol=1e-9)
+    for k in np.flatnonzero(given)[:5]:
+        one = law.torque(q[k], qd[k], TrajectorySample(q_d[k], qd_d[k], qdd_d[k], planned[k]), True, s)
+        np.testing.assert_allclose(one, planned[k] + pd[k], rtol=1e-15, atol=1e-12)
+    no_source = settings("pd_feedforward", 6)  # feedforward_source model: the efforts are ignored
+    np.testing.assert_array_equal(
+        law.torque(q, qd, TrajectorySample(q_d, qd_d, qdd_d, planned), np.ones(COUNT, bool), no_source),
+        law.torque(q, qd, TrajectorySample(q_d, qd_d, qdd_d), np.ones(COUNT, bool), no_source),
+    )
+
+
 def test_zero_gains_are_the_pure_feedforward_to_the_bit() -> None:
     law, ff = ControlLaw(PUMA_MOD), FeedforwardLaw(PUMA_MOD)
     q, qd, q_d, qd_d, qdd_d = states(6, 20)
@@ -131,7 +178,7 @@ def desired_k(d: TrajectorySample, k: int) -> TrajectorySample:
     return TrajectorySample(d.positions[k], d.velocities[k], d.accelerations[k])
 
 
-@pytest.mark.parametrize("law_name", ["feedforward", "pd_feedforward", "computed_torque"])
+@pytest.mark.parametrize("law_name", ["feedforward", "pd", "pd_feedforward", "computed_torque"])
 @pytest.mark.parametrize("model", [PUMA, PUMA_MOD, UR5], ids=["puma560", "puma560_modified", "ur5"])
 def test_a_batch_is_the_loop_over_single_states(law_name: str, model: rd.RobotModel) -> None:
     law = ControlLaw(model)
@@ -266,8 +313,10 @@ def test_control_batch_is_the_controller_one_state_at_a_time() -> None:
     stamps = t0 + np.arange(0, 2_000_000_000, 20_000_000, dtype=np.int64)
     received = stamps + 300_000
     q, qd = RNG.uniform(-1, 1, (2, stamps.size, n))
-    for law_name in ("feedforward", "pd_feedforward", "computed_torque"):
-        s = settings(law_name, n, limit_efforts=False)
+    trajs[0] = replace(trajs[0], efforts=RNG.uniform(-20, 20, (3, n)))  # a planner's efforts
+    cases = [(law, "model") for law in ("feedforward", "pd", "pd_feedforward", "computed_torque")]
+    for law_name, source in [*cases, ("pd_feedforward", "trajectory"), ("feedforward", "trajectory")]:
+        s = settings(law_name, n, limit_efforts=False, feedforward_source=source)
         law = ControlLaw(model)
         batch = control_batch(law, s, received, stamps, q, qd, trajs)
         assert batch.tracking.sum() > 20 and (~batch.tracking).sum() > 20

@@ -144,6 +144,48 @@ def test_pd_and_computed_torque_over_dds_and_zero_gains_are_todays_torques(
     assert not np.allclose(msg.effort, law.torque(q, qd, goal, False, s))
 
 
+def test_the_trajectory_source_and_pd_over_dds(context: Any, ros: tuple[Spinner, str]) -> None:
+    """``feedforward_source: trajectory``: tau = the trajectory's efforts (linear between its points) + PD;
+    a trajectory without efforts is refused with the reason and the node keeps what it had; ``pd`` at
+    run time: the PD terms alone."""
+    spinner, ns = ros
+    kp, kd = np.array([300.0, 200.0, 100.0, 20.0, 20.0, 10.0]), np.array([30.0, 20.0, 10.0, 2.0, 2.0, 1.0])
+    node = start_feedforward(
+        context,
+        spinner,
+        ns,
+        control_law="pd_feedforward",
+        feedforward_source="trajectory",
+        kp=kp.tolist(),
+        kd=kd.tolist(),
+    )
+    talk = Talk(context, spinner, ns)
+    times = [0.0, 0.5, 1.0]
+    q_pts, qd_pts, qdd_pts = RNG.normal(size=(3, 3, 6))
+    tau_pts = RNG.uniform(-40.0, 40.0, (3, 6))
+    start = talk.client.get_clock().now().nanoseconds + 10**9
+    msg = trajectory_msg(times, q_pts, qd_pts, qdd_pts, start)
+    order = [PUMA.joint_names.index(name) for name in msg.joint_names]
+    for point, efforts in zip(msg.points, tau_pts, strict=True):
+        point.effort = [float(efforts[i]) for i in order]
+    talk.traj.publish(msg)
+    wait_until(lambda: node.pending is not None, "the trajectory")
+    without = trajectory_msg(times, q_pts, qd_pts, qdd_pts, start + 10**9)
+    talk.traj.publish(without)  # refused: the node keeps the first one
+    wait_until(lambda: node.stats.rejected_by_reason.get("trajectory", 0) >= 1, "the refusal")
+    assert node.pending is not None and node.pending[1] == start
+    for t in (0.0, 0.3, 0.75, 1.0):
+        q, qd = RNG.uniform(-1, 1, (2, 6))
+        out = talk.torque(q, qd, start + round(t * 1e9))
+        d = JointTrajectorySampler(times, q_pts, qd_pts, qdd_pts).sample(t)
+        planned = np.array([np.interp(t, times, tau_pts[:, j]) for j in range(6)])
+        np.testing.assert_allclose(out.effort, planned + kp * (d.positions - q) + kd * (d.velocities - qd), atol=1e-9)
+    send_parameters(talk.client, f"{ns}/feedforward_node", control_law="pd")
+    q, qd = RNG.uniform(-1, 1, (2, 6))
+    out = talk.torque(q, qd, start + round(1.5e9))  # holding at the trajectory's goal
+    np.testing.assert_allclose(out.effort, kp * (q_pts[-1] - q) - kd * qd, atol=1e-12)
+
+
 def test_bad_gains_and_settings_are_refused_with_the_reason(context: Any, ros: tuple[Spinner, str]) -> None:
     spinner, ns = ros
     node = start_feedforward(context, spinner, ns, control_law="pd_feedforward", kp=25.0)  # one number: every joint
@@ -158,14 +200,16 @@ def test_bad_gains_and_settings_are_refused_with_the_reason(context: Any, ros: t
         "law": refused(talk.client, name, control_law="impedance"),
         "timeout": refused(talk.client, name, state_timeout=-1.0),
         "action": refused(talk.client, name, stale_action="brake"),
+        "source": refused(talk.client, name, feedforward_source="planner"),
     }
     assert reasons["nan"] == "kp: gain 1 is not finite (nan)"
     assert reasons["negative"] == "kd: gain 5 is negative (-3); gains must be >= 0"
     assert reasons["length"] == "kp: expected 6 gains (one per joint, model joint order) or one for all, got 3"
     assert reasons["text"] == "kd: expected numbers (one per joint), got 'stiff'"
-    assert "expected one of ['feedforward', 'pd_feedforward', 'computed_torque']" in reasons["law"]
+    assert "expected one of ['feedforward', 'pd', 'pd_feedforward', 'computed_torque']" in reasons["law"]
     assert reasons["timeout"] == "state_timeout: expected seconds >= 0 (0 = never stale), got -1.0"
     assert "expected one of ['zero', 'hold']" in reasons["action"]
+    assert "expected one of ['model', 'trajectory']" in reasons["source"]
     # the node kept its settings and keeps running
     s = node.control.settings
     assert s.law == "pd_feedforward" and s.state_timeout == 0.0 and s.stale_action == "zero"

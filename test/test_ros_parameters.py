@@ -86,6 +86,14 @@ START_ERRORS = [
         ["-p", "gravity:=[true]"],
         "parameter gravity: expected a double array (e.g. [0.0, 1.5]), got [True]",
     ),
+    (FeedforwardNode, ["-p", "kp:=[1.0, .nan]"], "parameter kp: gain 1 is not finite (nan)"),
+    (FeedforwardNode, ["-p", "kd:=-2.0"], "parameter kd: gain 0 is negative (-2); gains must be >= 0"),
+    (FeedforwardNode, ["-p", "kp:=[1.0, 2.0, 3.0]"], "parameter kp: expected 2 gains (one per joint"),
+    (
+        FeedforwardNode,
+        ["-p", "feedforward_source:=planner"],
+        "feedforward_source: expected one of ['model', 'trajectory'], got 'planner'",
+    ),
 ]
 
 

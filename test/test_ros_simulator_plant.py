@@ -202,6 +202,47 @@ def test_a_missing_answer_is_counted_and_the_command_held(context: Any, ros: tup
     assert not sim.set_parameters([Parameter("engine", value="model")])[0].successful  # read-only
 
 
+def test_a_reset_in_lockstep_gets_a_stamp_of_its_own(context: Any, ur5: Any) -> None:
+    """The reset state is published one period later, so the answer to the state before the reset is
+    late (counted, not applied to the reset state); the answer to the reset state steps from it."""
+    from robot_dynamics_interfaces.srv import ResetSimulation
+
+    sim = SimulatorNode(
+        namespace="/plant_reset",
+        context=context,
+        parameter_overrides=[
+            Parameter(k, value=v)
+            for k, v in {"robot_config": UR5, "engine": "mujoco", "lockstep": True, "rate": 1000.0}.items()
+        ]
+        + [Parameter("backend", value="python"), Parameter("initial_position", value=START.tolist())],
+    )
+    try:
+        gravity = rd.gravity_torques(ur5, START)
+
+        def answer(stamp: int, tau: np.ndarray) -> None:
+            msg = JointState(name=ur5.joint_names, effort=tau.tolist())
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+            sim._on_joint_command(msg)
+
+        sim._lockstep_watch()  # the first state, t_0
+        answer(1_000_000_000, gravity)  # steps: the state at t_1 is waiting
+        assert sim.clock.now_ns == 1_001_000_000 and sim.clock.awaiting
+        q_reset = START + 0.1
+        request = ResetSimulation.Request(position=q_reset.tolist())
+        assert sim._on_reset(request, ResetSimulation.Response()).success
+        assert sim.clock.now_ns == 1_002_000_000 and sim.clock.awaiting and sim.clock.missed == 0
+        answer(1_001_000_000, gravity + 50.0)  # the answer to t_1, after the reset: late, not applied
+        assert sim.clock.late == 1 and np.array_equal(sim.q, q_reset) and not sim.qd.any()
+        answer(1_002_000_000, gravity)  # the answer to the reset state: one step from it
+        plant = MujocoPlant(plant_source(UR5), ur5, 1e-3)
+        plant.reset(q_reset, np.zeros(6))
+        plant.step(gravity)
+        assert np.array_equal(sim.q, plant.q) and np.array_equal(sim.qd, plant.qd)
+        assert sim.clock.now_ns == 1_003_000_000 and sim.clock.late == 1
+    finally:
+        sim.destroy_node()
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [

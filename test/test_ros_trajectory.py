@@ -112,6 +112,30 @@ def test_start_state_is_prepended_when_the_first_point_is_later() -> None:
     assert at_zero.with_start_state([5.0]) is at_zero
 
 
+def test_efforts_are_linear_between_the_points_exact_at_them_and_held_outside() -> None:
+    times = np.array([0.0, 0.4, 1.0, 1.5])
+    q, qd, qdd, tau = RNG.uniform(-1, 1, (4, 4, 3))
+    sampler = JointTrajectorySampler(times, q, qd, qdd, tau)
+    for k, t in enumerate(times):
+        np.testing.assert_array_equal(sampler.sample(float(t)).efforts, tau[k])
+    t = RNG.uniform(-0.5, 2.0, 200)
+    many = sampler.sample_many(t)
+    assert many.efforts is not None
+    expected = np.stack([np.interp(t, times, tau[:, j]) for j in range(3)], -1)  # numpy's own interpolation
+    np.testing.assert_allclose(many.efforts, expected, rtol=0, atol=1e-15)
+    for k in range(t.size):
+        one = sampler.sample(float(t[k]))
+        assert one.efforts is not None
+        np.testing.assert_allclose(one.efforts, many.efforts[k], rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(one.positions, many.positions[k])  # the state is unchanged by efforts
+    assert JointTrajectorySampler(times, q, qd, qdd).sample(0.2).efforts is None
+    started = JointTrajectorySampler(times + 1.0, q, qd, qdd, tau).with_start_state(np.zeros(3), np.zeros(3))
+    assert started.efforts is not None
+    np.testing.assert_array_equal(started.efforts[0], tau[0])  # the start state carries the first point's
+    with pytest.raises(StateError, match="efforts: expected shape"):
+        JointTrajectorySampler(times, q, qd, qdd, tau[:, :2])
+
+
 def test_single_point() -> None:
     sampler = JointTrajectorySampler([0.0], [[1.0, 2.0]], [[0.5, 0.5]])
     np.testing.assert_array_equal(sampler.sample(0.0).velocities, [0.5, 0.5])

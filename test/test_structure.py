@@ -19,8 +19,10 @@ Layers, lowest first (a module may import its own layer and lower ones, never a 
    ``feedforward`` (the feed-forward law shared by the ROS node and the bag evaluation), ``control``
    (the control law around it: PD, computed torque, limits, the stale rule), ``plant`` (the simulator's
    physics: the engine's forward dynamics or MuJoCo, the only importer of ``mujoco``), ``contact``
-   (collision detection on the observer's residual, shared by the contact node and the bag command);
-   and the package facade ``robot_dynamics/__init__.py``, which re-exports the engine, friction and models
+   (collision detection on the observer's residual, shared by the contact node and the bag command),
+   ``experiment`` (the closed-loop experiment's motions, cases and report: uses ``bag.tracking``,
+   ``plant`` and ``identification``); and the package facade ``robot_dynamics/__init__.py``, which
+   re-exports the engine, friction and models
    and, on first use, ``identify``;
 4. ``ros`` (rclpy nodes; the only package that imports ROS);
 5. ``cli`` (the command line, which can start anything below).
@@ -67,6 +69,7 @@ LAYERS: dict[str, int] = {
     "control": 3,
     "plant": 3,
     "contact": 3,
+    "experiment": 3,
     "ros": 4,
     "cli": 5,
 }

@@ -262,7 +262,8 @@ def decode_float64_multiarray(raw: RawTopic) -> ArraySeries:
 @dataclass(frozen=True)
 class TrajectoryMessage:
     """One ``trajectory_msgs/JointTrajectory`` as received: ``timestamp`` (bag time, ns),
-    ``stamp`` (``header.stamp``, ns; 0 = start on receipt), point data ``(K, n)`` in ``names`` order."""
+    ``stamp`` (``header.stamp``, ns; 0 = start on receipt), point data ``(K, n)`` in ``names`` order
+    (``efforts``: the points' ``effort``, None when they carry none)."""
 
     timestamp: int
     stamp: int
@@ -271,6 +272,7 @@ class TrajectoryMessage:
     positions: FloatArray
     velocities: FloatArray | None
     accelerations: FloatArray | None
+    efforts: FloatArray | None = None
 
     @property
     def start(self) -> int:
@@ -295,7 +297,7 @@ class TrajectoryMessage:
             return None if block is None else block[:, index]
 
         return JointTrajectorySampler(
-            self.times, self.positions[:, index], pick(self.velocities), pick(self.accelerations)
+            self.times, self.positions[:, index], pick(self.velocities), pick(self.accelerations), pick(self.efforts)
         )
 
 
@@ -311,7 +313,7 @@ def decode_joint_trajectories(raw: RawTopic) -> list[TrajectoryMessage]:
             raise BagError(f"{where}: trajectory has no points")
         n = len(names)
         blocks: dict[str, FloatArray | None] = {}
-        for f in ("positions", "velocities", "accelerations"):
+        for f in ("positions", "velocities", "accelerations", "effort"):
             rows = [np.asarray(getattr(p, f), dtype=np.float64) for p in msg.points]
             given = [r.size > 0 for r in rows]
             if all(given):
@@ -328,7 +330,14 @@ def decode_joint_trajectories(raw: RawTopic) -> list[TrajectoryMessage]:
         assert positions is not None
         out.append(
             TrajectoryMessage(
-                int(timestamp), stamp, names, times, positions, blocks["velocities"], blocks["accelerations"]
+                int(timestamp),
+                stamp,
+                names,
+                times,
+                positions,
+                blocks["velocities"],
+                blocks["accelerations"],
+                blocks["effort"],
             )
         )
     return out

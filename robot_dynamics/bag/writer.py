@@ -164,6 +164,7 @@ class BagWriter:
         velocities: ArrayLike | None = None,
         accelerations: ArrayLike | None = None,
         *,
+        efforts: ArrayLike | None = None,
         stamp: int = 0,
         frame_id: str = "",
     ) -> None:
@@ -176,6 +177,7 @@ class BagWriter:
         assert q is not None
         qd = _rows(velocities, k, n, f"{topic} velocities")
         qdd = _rows(accelerations, k, n, f"{topic} accelerations")
+        tau = _rows(efforts, k, n, f"{topic} efforts")
         empty = np.zeros(0)
         points = []
         for i in range(k):
@@ -185,7 +187,7 @@ class BagWriter:
                     positions=q[i].copy(),
                     velocities=empty if qd is None else qd[i].copy(),
                     accelerations=empty if qdd is None else qdd[i].copy(),
-                    effort=empty,
+                    effort=empty if tau is None else tau[i].copy(),
                     time_from_start=types["builtin_interfaces/msg/Duration"](
                         sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000
                     ),

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "identify",
     "excitation",
     "contact",
+    "closed_loop",
 )
 
 

@@ -157,6 +157,20 @@ class MujocoPlant(Plant):
         mujoco.mj_inverse(self.mjmodel, d)
         return np.array(d.qfrc_inverse[self.compiled.dof])
 
+    def contacts(self, q: FloatArray) -> list[tuple[str, str]]:
+        """The pairs of bodies whose collision geometry touches at the pose ``q`` (none: ``[]``),
+        computed on the inverse-dynamics ``MjData`` (the simulated state is not touched)."""
+        d, m = self._inverse_data, self.mjmodel
+        d.qpos[:] = self.data.qpos
+        d.qpos[self.compiled.qpos] = np.asarray(q, dtype=np.float64)
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+
+        def body(geom: int) -> str:
+            return mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(m.geom_bodyid[geom])) or f"body {geom}"
+
+        return sorted({(body(c.geom1), body(c.geom2)) for c in d.contact[: d.ncon]})
+
     @cached_property
     def true_model(self) -> RobotModel:
         """The :class:`RobotModel` of what is simulated (deviations and payload included)."""

@@ -1,7 +1,8 @@
 """The feed-forward node's control law as ROS parameters: declared, validated, changed at run time.
 
 :class:`ControlParameters` gives a node the parameters of :mod:`robot_dynamics.control` — ``control_law``,
-``kp``, ``kd``, ``limit_efforts``, ``state_timeout``, ``stale_action`` — each changeable at run time
+``kp``, ``kd``, ``feedforward_source``, ``limit_efforts``, ``state_timeout``, ``stale_action`` — each
+changeable at run time
 and refused with the reason when invalid (NaN, negative or wrong-length gains; a gain array may be
 integers, as ROS users write them); holds the :class:`~robot_dynamics.control.Controller` the node
 calls per joint state; runs the stale-state watchdog (a timer on the node's clock, so simulated time
@@ -23,6 +24,7 @@ from rclpy.clock import Clock
 
 from robot_dynamics.control import (
     CONTROL_LAWS,
+    FEEDFORWARD_SOURCES,
     STALE_ACTIONS,
     ControlLaw,
     Controller,
@@ -34,6 +36,7 @@ from robot_dynamics.feedforward import FeedforwardLaw
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.ros.messages import StartupError
 from robot_dynamics.ros.robot_node import ParameterCheck, RobotNode, check_bool, check_choice
+from robot_dynamics.trajectory import JointTrajectorySampler
 
 #: ``publish(stamp ns, position, velocity, torque) -> whether anything was written``
 Publish = Callable[[int, FloatArray, FloatArray, FloatArray], bool]
@@ -73,13 +76,21 @@ class ControlParameters:
         node.declare_dynamic(
             "control_law",
             "feedforward",
-            "feedforward | pd_feedforward (tau_ff + Kp e + Kd e_dot) | computed_torque "
-            "(D(q)(qdd_d + Kp e + Kd e_dot) + h + c + b)",
+            "feedforward | pd (Kp e + Kd e_dot, no model) | pd_feedforward (tau_ff + Kp e + Kd e_dot) | "
+            "computed_torque (D(q)(qdd_d + Kp e + Kd e_dot) + h + c + b)",
             check_choice(CONTROL_LAWS),
             self._set_law,
         )
         for name, unit in GAIN_UNITS.items():
             self._declare_gains(name, f"{name} per joint, model joint order ({unit}); one number = every joint")
+        node.declare_dynamic(
+            "feedforward_source",
+            "model",
+            "tau_ff while tracking: model (inverse dynamics at the desired state) | trajectory (the trajectory's "
+            "efforts, interpolated; a trajectory without efforts is refused)",
+            check_choice(FEEDFORWARD_SOURCES),
+            lambda value: self.update(feedforward_source=str(value)),
+        )
         node.declare_dynamic(
             "limit_efforts",
             False,
@@ -162,6 +173,12 @@ class ControlParameters:
         if self.controller is not None:
             self.controller.release_hold()
 
+    def trajectory_problem(self, sampler: JointTrajectorySampler) -> str | None:
+        """Why the law cannot track ``sampler`` (None: it can): the trajectory source needs efforts."""
+        if self.settings.feedforward_source == "trajectory" and sampler.efforts is None:
+            return "feedforward_source is 'trajectory' but the trajectory's points carry no effort"
+        return None
+
     # -- stale state ------------------------------------------------------------------------------
     def _check_stale(self) -> None:
         """Watchdog: the stop command while no joint state is newer than ``state_timeout``."""
@@ -199,6 +216,7 @@ class ControlParameters:
             ("control_law", s.law),
             ("kp", numbers(s.kp)),
             ("kd", numbers(s.kd)),
+            ("feedforward_source", s.feedforward_source),
             ("limit_efforts", str(s.limit_efforts).lower()),
             ("state_timeout", f"{s.state_timeout:g}"),
             ("stale_action", s.stale_action),

@@ -25,8 +25,10 @@ dynamics (Newton–Euler, Fu 3.3-50..58) at the desired ``q, qd, qdd`` sampled a
 stamp (node clock if zero), plus friction at the desired or measured velocity (parameter
 ``friction_velocity``); otherwise gravity + friction compensation at the measured state,
 ``c(q) + b(qd)``. Friction uses the smooth model by default. ``pd_feedforward`` adds
-``Kp e + Kd ė`` (parameters ``kp``, ``kd``; ``e = q_d - q``), ``computed_torque`` commands
-``D(q)(qdd_d + Kp e + Kd ė) + h + c + b``; at rest the desired state is the hold position. The
+``Kp e + Kd ė`` (parameters ``kp``, ``kd``; ``e = q_d - q``), ``pd`` is that feedback alone,
+``computed_torque`` commands ``D(q)(qdd_d + Kp e + Kd ė) + h + c + b``; at rest the desired state is
+the hold position. With ``feedforward_source: trajectory`` the feed-forward while tracking is the
+trajectory's own ``effort`` (interpolated; a trajectory without efforts is then refused). The
 command may be clamped to the robot file's effort limits (``limit_efforts``), and with
 ``state_timeout > 0`` a watchdog on the node's clock stops the command (``stale_action``: zero torque
 or gravity hold) when no joint state arrived for that long. The law and the activation rules are
@@ -204,6 +206,9 @@ class FeedforwardNode(RobotNode):
             return
         try:
             sampler = trajectory_from_msg(msg, model.joint_names)
+            problem = self.control.trajectory_problem(sampler)
+            if problem:
+                raise StateError(problem)
             start = self.schedule.submit(sampler, stamp_to_ns(msg.header.stamp), now)
         except StateError as exc:
             self.reject("trajectory", exc)

@@ -260,8 +260,8 @@ def ordered_arrays(
 def trajectory_from_msg(msg: Any, model_joints: Sequence[str]) -> JointTrajectorySampler:
     """A sampler (model joint order) of a ``trajectory_msgs/JointTrajectory``; StateError if invalid.
 
-    Every model joint must be in ``joint_names`` and no other; every point needs positions; velocities
-    and accelerations are all-or-nothing over the points.
+    Every model joint must be in ``joint_names`` and no other; every point needs positions; velocities,
+    accelerations and efforts are all-or-nothing over the points.
     """
     names = list(msg.joint_names)
     index = name_index(model_joints, names, allow_extra=False, what="trajectory")
@@ -269,7 +269,7 @@ def trajectory_from_msg(msg: Any, model_joints: Sequence[str]) -> JointTrajector
     if not points:
         raise StateError("trajectory has no points")
     count = len(names)
-    fields: dict[str, list[Any]] = {"positions": [], "velocities": [], "accelerations": []}
+    fields: dict[str, list[Any]] = {"positions": [], "velocities": [], "accelerations": [], "effort": []}
     for k, point in enumerate(points):
         for field, rows in fields.items():
             values = getattr(point, field)
@@ -292,7 +292,7 @@ def trajectory_from_msg(msg: Any, model_joints: Sequence[str]) -> JointTrajector
     times = [duration_to_s(p.time_from_start) for p in points]
     positions = blocks["positions"]
     assert positions is not None
-    return JointTrajectorySampler(times, positions, blocks["velocities"], blocks["accelerations"])
+    return JointTrajectorySampler(times, positions, blocks["velocities"], blocks["accelerations"], blocks["effort"])
 
 
 # ------------------------------------------------------------------------------------------------

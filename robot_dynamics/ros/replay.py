@@ -159,7 +159,10 @@ def all_ready(hooks: Sequence[ReadyHook]) -> ReadyHook:
     return hook
 
 
-class _Recorder:
+class Recorder:
+    """Records every message of ``topic`` as received: raw CDR bytes and the receipt time on ``node``'s
+    clock (simulated time under ``use_sim_time``), reliable and keep-all (:data:`RECORD_QOS`)."""
+
     def __init__(self, node: Node, topic: str, msgtype: str) -> None:
         self.topic = topic
         self.msgtype = msgtype
@@ -255,7 +258,7 @@ def replay(
     spinner = threading.Thread(target=_spin, args=(executor,), name="replay-spin", daemon=True)
     try:
         # recorders first: their announcements go out before anything is played
-        recorders = {t: _Recorder(node, t, m) for t, m in record.items()}
+        recorders = {t: Recorder(node, t, m) for t, m in record.items()}
         extra_ready = ready(node) if ready is not None else None
         publishers = {t: node.create_publisher(classes[t], t, PLAY_QOS) for t in raw}
         clock_pub = None

@@ -28,7 +28,9 @@ docs/plant.md). Time:
   (:mod:`.lockstep`): publish ``/clock`` = t_k and ``joint_states`` stamped t_k, wait for the command
   that answers it (at most ``lockstep_timeout`` wall seconds, else a **missed command**: the previous
   one is held), step the plant one period, t_{k+1} = t_k + period. ``reset_simulation`` resets the
-  plant, not the clock (ROS time never runs backwards); ``command_timeout`` counts simulated seconds.
+  plant, not the clock (ROS time never runs backwards): the reset state is published one period
+  later, so an answer to the state before the reset is late (counted, not applied) rather than applied
+  to the reset state; ``command_timeout`` counts simulated seconds.
 
 With ``wait_for_command`` the robot stays at its start pose until the first command arrives (lockstep:
 the state at t_0 is published again every ``lockstep_timeout`` until then, no miss counted).
@@ -268,6 +270,8 @@ class SimulatorNode(RobotNode):
         self._last_tick = None
         self.resets += 1
         response.success, response.message = True, f"reset to q = {plant.q.tolist()}"
+        if self.lockstep:  # the reset state gets a stamp of its own: an answer to the state before is late
+            self.clock.step(answered=True)
         self._publish()
         return response
 

@@ -1,0 +1,366 @@
+"""``robot-dynamics closed-loop``: the experiment through the real nodes over DDS (the sequence).
+
+The cases are :mod:`robot_dynamics.experiment.cases`; what each shows, docs/closing-the-loop.md.
+
+1. Offline: the robot model and the plant as the simulator builds it (for the plant's ``mj_inverse``, its
+   true model and a contact check), the start pose, the gains (:func:`~robot_dynamics.experiment.settings.
+   gains`), the tracked motion with the stock file's and the plant's efforts, and the two
+   parameter files: ``params/simulator.yaml`` and ``params/feedforward.yaml`` (the controller; B and C
+   use the same file, only ``robot_config`` differs).
+2. ``robot-dynamics excitation`` on the robot file with its limits narrowed to the workspace
+   (``excitation_robot.yaml``), in a process of its own while the first cases run.
+3. Nodes 1: ``simulator_node`` (MuJoCo, the deviation file, lock-step ``/clock``) and ``feedforward_node``
+   (``use_sim_time``, stock file, ``feedforward/efforts`` remapped onto the simulator's ``joint_commands``),
+   each in its own process, as ``ros2 launch`` runs them. Cases A, B, B-exact, D and the excitation run,
+   each: the case's parameters set at run time; the controller brings the arm to the motion's start and
+   holds it there (:data:`MOVE_S`, :data:`SETTLE_S`); the simulator is reset there, exactly and at rest;
+   the motion is stamped to start ``lead`` s after the reset state's stamp, so every case starts from the
+   same state at the same time; recorded until its end into ``bags/<case>/`` (rosbag2:
+   ``/joint_states``, ``/joint_commands``, ``/joint_trajectory``, from the reset state on).
+4. ``robot-dynamics identify bags/excitation`` → ``identified.yaml``, ``identification.json`` / ``.png``.
+5. Nodes 2: the same files, ``robot_config`` = the identified file: case C.
+6. ``realtime``: nodes 3 without lock-step (wall clock, ``rate`` Hz): B's settings; the loop's rate and
+   the joint state → command latency (the state's stamp to the command's arrival here).
+7. The report (:mod:`robot_dynamics.experiment.report`): tracking of every bag by
+   :func:`robot_dynamics.bag.tracking.tracking`, ratios, loop counters, parameters beside the plant's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+
+from robot_dynamics.bag.decode import decode_joint_states
+from robot_dynamics.bag.writer import BagWriter
+from robot_dynamics.experiment import report
+from robot_dynamics.experiment.cases import CASES, EXCITATION, Case
+from robot_dynamics.experiment.motion import (
+    ExperimentError,
+    Motion,
+    first_contact,
+    model_efforts,
+    planned_motion,
+    plant_efforts,
+    restricted_model,
+    start_pose,
+)
+from robot_dynamics.experiment.parameters import parameter_rows
+from robot_dynamics.experiment.settings import Settings, chain_arguments, gains, node_parameters, summary_settings
+from robot_dynamics.identification.excitation_files import read_trajectory
+from robot_dynamics.model import RobotModel
+from robot_dynamics.models.chain_yaml import dumps_chain_yaml
+from robot_dynamics.models.robots import load_robot
+from robot_dynamics.plant import PlantOptions, make_plant
+from robot_dynamics.ros.closed_loop_nodes import ExperimentNode, NodeProcess, node_environment, parameter_file
+from robot_dynamics.ros.demo import reserve_domain_id
+from robot_dynamics.ros.process import stop_executors
+from robot_dynamics.user_input import external_names, renamed_model
+
+TAIL_S = 0.05  # s recorded after a motion's end
+MOVE_S = 1.0  # s to bring the arm to a case's start
+SETTLE_S = 0.5  # s held there before the reset
+HOLD_S = 5.0  # s more the approach lasts (the motion replaces it when it starts)
+NICE = 10  # niceness of the excitation and identify commands
+RESETS = 3  # tries to run a case from its start
+
+
+class Experiment:
+    """One run of the experiment (see the module docstring); :meth:`run` returns the report's summary."""
+
+    def __init__(self, s: Settings, model: RobotModel, say: Callable[[str], None] = print) -> None:
+        self.s, self.model, self.say = s, model, say
+        self.out = s.out
+        self.names = tuple(external_names(model.joint_names, s.joint_map))
+        self.period_ns = max(1, round(1e9 / s.rate))
+        self.logs = self.out / "logs"
+        self.runs: dict[str, report.Run] = {}
+        self.context: Any = None
+        self.sent = 0  # trajectories sent to the running feed-forward node
+        self.marks: tuple[int, int] = (0, 0)  # the recordings' lengths when the motion was sent
+        self.simulator: dict[str, dict[str, int]] = {}  # the simulator's counters at the end of each run
+
+    # -- offline preparation --------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Everything before a node starts (a bad plant, motion or start pose fails here, one line)."""
+        s, model = self.s, self.model
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.q0 = start_pose(model, s.start)
+        options = PlantOptions(
+            engine="mujoco",
+            mjcf=s.mjcf,
+            deviations=s.plant,
+            timestep=s.timestep,
+            locked_joints=dict(s.locked_joints),
+            joint_map=dict(s.joint_map),
+        )
+        self.plant = make_plant(
+            options, renamed_model(model, s.joint_map), 1.0 / s.rate, s.robot, s.base_link, s.tip_link
+        )
+        self.kp, self.kd = gains(model, self.q0, s)
+        motion = planned_motion(
+            model,
+            self.q0,
+            duration=s.duration,
+            reach=s.reach,
+            seed=s.seed,
+            segment=s.segment,
+            names=self.names,
+        )
+        touching = first_contact(self.plant, motion)  # type: ignore[arg-type]
+        if touching:
+            raise ExperimentError(f"the tracked motion: {touching} (choose a smaller --reach or another --start)")
+        self.motions = {
+            "none": motion,
+            "stock": motion.with_efforts(model_efforts(model, motion)),
+            "plant": motion.with_efforts(plant_efforts(self.plant, motion)),  # type: ignore[arg-type]
+        }
+        params = self.out / "params"
+        for lockstep, suffix in ((True, ""), (False, "_realtime")):
+            simulator, controller = node_parameters(s, self.q0, self.kp, self.kd, lockstep)
+            parameter_file(params / f"simulator{suffix}.yaml", "simulator_node", simulator)
+            parameter_file(params / f"feedforward{suffix}.yaml", "feedforward_node", controller)
+
+    # -- processes --------------------------------------------------------------------------------
+    def start_excitation(self) -> subprocess.Popen[bytes]:
+        s = self.s
+        robot_file = self.out / "excitation_robot.yaml"
+        header = (
+            f"{self.model.name} with its joint limits narrowed to +-{s.reach:g} about the start pose "
+            f"{np.round(self.q0, 4).tolist()}: the workspace of the excitation (robot-dynamics closed-loop)"
+        )
+        robot_file.write_text(dumps_chain_yaml(restricted_model(self.model, self.q0, s.reach), header=header))
+        args = [
+            "excitation",
+            str(robot_file),
+            "--duration",
+            f"{s.excitation_duration:g}",
+            "--harmonics",
+            str(s.harmonics),
+        ]
+        args += ["--ramp", "1", "--seed", str(s.seed), "--out", str(self.out / "excitation.yaml"), "--force"]
+        return self._command(args + list(s.excitation_options), "excitation")
+
+    def _command(self, args: list[str], name: str) -> subprocess.Popen[bytes]:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        (self.logs / f"{name}.command").write_text("robot-dynamics " + " ".join(args) + "\n")
+        log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - the child holds it
+        process = subprocess.Popen(
+            [sys.executable, "-m", "robot_dynamics.cli", *args], stdout=log, stderr=subprocess.STDOUT
+        )
+        # below the nodes: on a busy machine the lock-step loop (and its recording) comes first
+        os.setpriority(os.PRIO_PROCESS, process.pid, NICE)
+        return process
+
+    def _finish(self, process: subprocess.Popen[bytes], name: str) -> None:
+        if process.wait() != 0:
+            lines = (self.logs / f"{name}.log").read_text(errors="replace").splitlines()
+            errors = [line for line in lines if ": error:" in line] or lines[-1:] or ["(no output)"]
+            raise ExperimentError(f"robot-dynamics {name} failed: {errors[-1]} (log: {self.logs / name}.log)")
+
+    def _nodes(self, tag: str, robot_config: str, lockstep: bool) -> list[NodeProcess]:
+        suffix = "" if lockstep else "_realtime"
+        params = self.out / "params"
+        sim = NodeProcess(
+            "simulator_node",
+            self.logs / f"simulator_{tag}.log",
+            self.env,
+            params_file=params / f"simulator{suffix}.yaml",
+            parameters={"robot_config": self.s.robot},
+        )
+        ff = NodeProcess(
+            "feedforward_node",
+            self.logs / f"feedforward_{tag}.log",
+            self.env,
+            params_file=params / f"feedforward{suffix}.yaml",
+            parameters={"robot_config": robot_config},
+            remaps={"feedforward/efforts": "joint_commands"},
+        )
+        return [sim, ff]
+
+    def _session(self, tag: str, robot_config: str, lockstep: bool, body: Callable[[ExperimentNode], None]) -> None:
+        """Start a simulator and a controller, run ``body`` with the experiment's node, stop them."""
+        processes = self._nodes(tag, robot_config, lockstep)
+        self.sent = 0
+
+        def check() -> None:
+            for p in processes:
+                p.check()
+
+        node = ExperimentNode(self.context, sim_time=lockstep, check=check)
+        executor = SingleThreadedExecutor(context=self.context)
+        executor.add_node(node)
+        thread = threading.Thread(target=executor.spin, name=f"closed-loop-{tag}", daemon=True)
+        thread.start()
+        try:
+            node.wait_running(self.s.timeout, lockstep)
+            body(node)
+            values = node.diagnostics("simulator_node", after=time.monotonic())
+            keys = ("steps", "resets", *(("missed_commands", "late_commands") if lockstep else ()))
+            self.simulator[tag] = {k: int(values[k]) for k in keys if k in values}
+        finally:
+            for p in processes:
+                p.stop()
+            if all(stop_executors([executor], [thread], 5.0)):
+                node.destroy_node()
+
+    # -- one case ---------------------------------------------------------------------------------
+    def _case(self, node: ExperimentNode, key: str, case: Case, motion: Motion, lockstep: bool) -> report.Run:
+        """Run ``case`` as ``key`` (its bag: ``bags/<key>``); again when the controller did not track the
+        motion from its start (it received it late: a busy machine), at most :data:`RESETS` times."""
+        self.say(f"  case {key}: {case.title} ...")
+        wall = time.monotonic()
+        node.set_feedforward(case.parameters)
+        for _ in range(RESETS):
+            started = self._start(node, key, motion)
+            if started is None:
+                continue
+            start, sent = started
+            end = start + round(motion.duration * 1e9)
+            node.wait_recorded(end + round(TAIL_S * 1e9), self.s.timeout + 20.0 * (motion.duration + self.s.lead))
+            recorded = node.since(self.marks, start - round(self.s.lead * 1e9), end + round(TAIL_S * 1e9))
+            states = decode_joint_states(recorded["/joint_states"], self.names)
+            commands = decode_joint_states(recorded["/joint_commands"], self.names)
+            late = report.late_activation(motion, commands, start, end)
+            if late is None:
+                break
+            self.say(f"    the controller tracked the motion only from {late * 1e3:.0f} ms after its start: again")
+        else:
+            raise ExperimentError(
+                f"case {key}: the controller never tracked the motion from its start (log: {self.logs})"
+            )
+        accepted = int(node.diagnostics("feedforward_node", after=time.monotonic())["trajectories_accepted"])
+        if accepted != self.sent:
+            raise ExperimentError(f"case {key}: feedforward_node refused a trajectory (log: {self.logs})")
+        bag = self.out / "bags" / key
+        with BagWriter(bag, overwrite=True) as writer:
+            for topic in recorded.values():
+                writer.write_raw(topic.topic, topic.msgtype, topic.timestamps, topic.data)
+            writer.write_joint_trajectory(
+                "/joint_trajectory",
+                sent,
+                motion.names,
+                motion.times,
+                motion.positions,
+                motion.velocities,
+                motion.accelerations,
+                efforts=motion.efforts,
+                stamp=start,
+            )
+        run = report.measure(self.model, case, bag, self.s.joint_map, time.monotonic() - wall)
+        run.counters = report.loop_counters(
+            self.model, states, commands, start, end, self.period_ns if lockstep else None
+        )
+        if not lockstep:
+            run.realtime = report.timing(states.stamps, commands.stamps, commands.timestamps, self.s.rate)
+        self.say(f"    RMS {run.rms:.4g} rad, max {run.max:.4g} rad; {report.describe_counters(run.counters)}")
+        return run
+
+    def _start(self, node: ExperimentNode, key: str, motion: Motion) -> tuple[int, int] | None:
+        """Bring the arm to the motion's start, reset there, send the motion: ``(start, sent)`` ns, or None
+        when the recording saw the reset too late for the lead.
+
+        The controller takes the arm to the start under the case's own law (and efforts) and holds it
+        there; the simulator is reset there, exactly and at rest; the motion starts ``lead`` s after the
+        reset state's stamp: every case starts from the same state at the same time."""
+        s = self.s
+        now = node.now_ns()
+        node.publish(motion.approach(MOVE_S, SETTLE_S + s.lead + HOLD_S), now)
+        self.sent += 1
+        node.wait_recorded(now + round((MOVE_S + SETTLE_S) * 1e9), s.timeout)
+        reset_at = node.reset(motion.positions[0])
+        start = reset_at + round(s.lead * 1e9 / self.period_ns) * self.period_ns
+        if node.now_ns() >= start - round(s.lead * 1e9) // 2:
+            return None
+        self.marks = node.marks()
+        node.publish(motion, start)
+        self.sent += 1
+        return start, node.now_ns()
+
+    # -- the whole experiment ---------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        s, started = self.s, time.monotonic()
+        if not hasattr(self, "plant"):
+            self.prepare()
+        self.say(
+            f"closed-loop experiment: {self.model.name}, plant {s.plant or '(no deviations)'}, {s.rate:g} Hz lock-step"
+        )
+        self.say(f"  gains kp {self.kp.tolist()}, kd {self.kd.tolist()}; outputs in {self.out}")
+        for note in getattr(self.plant, "notes", ()):
+            self.say(f"  plant: {note}")
+        lock = None
+        domain = s.domain_id
+        if domain is None:
+            domain, lock = reserve_domain_id()
+        self.env = node_environment(domain)
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        identified = self.out / "identified.yaml"
+        try:
+            excitation = self.start_excitation() if "C" in s.cases else None
+
+            def first(node: ExperimentNode) -> None:
+                for key in ("A", "B", "B-exact", "D"):
+                    if key in s.cases:
+                        case = CASES[key]
+                        self.runs[key] = self._case(node, key, case, self.motions[case.efforts], True)
+                if excitation is not None:
+                    self.say("  waiting for robot-dynamics excitation ...")
+                    self._finish(excitation, "excitation")
+                    self.runs["excitation"] = self._case(
+                        node, "excitation", EXCITATION, self._excitation_motion(), True
+                    )
+
+            self._session("stock", s.robot, True, first)
+            if "C" in s.cases:
+                self.say("  robot-dynamics identify ...")
+                args = ["identify", str(self.out / "bags" / "excitation"), "--robot", s.robot, *chain_arguments(s)]
+                args += ["--out", str(identified), "--json", str(self.out / "identification.json")]
+                args += ["--plot", str(self.out / "identification.png"), *s.identify_options]
+                self._finish(self._command(args, "identify"), "identify")
+                self._session(
+                    "identified", str(identified), True, lambda node: self._store("C", node, CASES["C"], True)
+                )
+            if s.realtime:
+                motion = self.motions["none"]
+                self._session(
+                    "realtime", s.robot, False, lambda node: self._store("B-realtime", node, CASES["B"], False, motion)
+                )
+        finally:
+            rclpy.try_shutdown(context=self.context)
+            if lock is not None:
+                lock.close()
+        fitted = load_robot(str(identified)) if "C" in s.cases else None
+        parameters = parameter_rows(self.model, self.plant.true_model, fitted)  # type: ignore[attr-defined]
+        summary = report.summarise(
+            summary_settings(s, self.q0, self.kp, self.kd),
+            self.runs,
+            parameters,
+            self.simulator,
+            time.monotonic() - started,
+        )
+        report.write(self.out, summary, self.runs)
+        return summary
+
+    def _store(self, key: str, node: ExperimentNode, case: Case, lockstep: bool, motion: Motion | None = None) -> None:
+        self.runs[key] = self._case(node, key, case, motion or self.motions[case.efforts], lockstep)
+
+    def _excitation_motion(self) -> Motion:
+        """The designed excitation, checked against the plant's collision geometry (a real arm's
+        excitation must not touch itself either: contact forces would enter the fit)."""
+        msg = read_trajectory(self.out / "excitation.yaml")
+        sampler = msg.sampler(self.model.joint_names)
+        assert sampler.velocities is not None and sampler.accelerations is not None
+        motion = Motion(self.names, sampler.times, sampler.positions, sampler.velocities, sampler.accelerations)
+        touching = first_contact(self.plant, motion)  # type: ignore[arg-type]
+        if touching:
+            raise ExperimentError(f"the excitation: {touching} (choose a smaller --reach or another --start)")
+        return motion
