@@ -11,5 +11,7 @@ echo "== ruff" >&2
 echo "== mypy" >&2
 .venv/bin/mypy
 echo "== pytest" >&2
-# every test extra is installed here, so a skip other than the known ones fails the run (test/conftest.py)
-RD_STRICT_SKIPS=1 .venv/bin/python -m pytest "$@"
+# every test extra is installed here, so a skip other than the known ones fails the run (test/conftest.py).
+# The suite runs on every core (pytest-xdist, one ROS domain per worker, a test file per worker so its
+# module fixtures are built once); RD_TEST_WORKERS=0 runs it in this process alone.
+RD_STRICT_SKIPS=1 .venv/bin/python -m pytest -n "${RD_TEST_WORKERS:-auto}" --dist loadfile "$@"

@@ -1,8 +1,8 @@
 """Shared test configuration.
 
-ROS isolation: every test session gets its own ROS_DOMAIN_ID (0-101), reserved with an exclusive
-lock file so concurrent sessions on one machine never share a domain, and discovery stays on this
-machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST). Both are set before any rclpy context exists
+ROS isolation: every test session (and every pytest-xdist worker of one) gets its own ROS_DOMAIN_ID
+(1-101), reserved with an exclusive lock file so concurrent sessions on one machine never share a
+domain, and discovery stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST). Both are set before any rclpy context exists
 and are inherited by node processes the tests start.
 """
 
@@ -38,7 +38,9 @@ def _reserve_domain_id() -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if "ROBOT_DYNAMICS_TEST_DOMAIN" not in os.environ:
+    # pytest-xdist workers inherit the controller's environment: each reserves a domain of its own, so
+    # two workers' nodes (same node and topic names) never meet.
+    if "ROBOT_DYNAMICS_TEST_DOMAIN" not in os.environ or os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ["ROBOT_DYNAMICS_TEST_DOMAIN"] = str(_reserve_domain_id())
     os.environ["ROS_DOMAIN_ID"] = os.environ["ROBOT_DYNAMICS_TEST_DOMAIN"]
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
