@@ -2,8 +2,8 @@
 
 ROS isolation: every test session (and every pytest-xdist worker of one) gets its own ROS_DOMAIN_ID
 (1-101), reserved with an exclusive lock file so concurrent sessions on one machine never share a
-domain, and discovery stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST). Both are set before any rclpy context exists
-and are inherited by node processes the tests start.
+domain, and discovery stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST). Both are set
+before any rclpy context exists and are inherited by node processes the tests start.
 """
 
 from __future__ import annotations

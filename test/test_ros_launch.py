@@ -91,11 +91,58 @@ def test_the_launch_arguments() -> None:
         "commands_topic",
         "namespace",
         "params_file",
+        "contact",
+        "contact_params_file",
     }
-    assert set(SIMULATION_ARGUMENTS) == {"robot_state_publisher"}
+    assert set(SIMULATION_ARGUMENTS) == {"robot_state_publisher", "engine", "plant_deviations", "mjcf", "lockstep"}
     # a parameter argument is passed only when given: its default is "not given"
     for name in ("friction", "use_sim_time", "use_robot_description_topic", "robot_config", "log_level"):
         assert DYNAMICS_ARGUMENTS[name][0] == ""
+    for name in ("engine", "plant_deviations", "mjcf", "lockstep"):
+        assert SIMULATION_ARGUMENTS[name][0] == ""
+
+
+def test_contact_adds_the_contact_node_with_its_own_parameter_file(tmp_path: Path) -> None:
+    assert [n.name for n in dynamics_nodes({})] == ["feedforward_node", "dynamics_service_node"]
+    ff, _, contact = dynamics_nodes({"contact": "true", "friction": "false", "namespace": "arm"})
+    assert contact.executable == "contact_node" and contact.namespace == "arm"
+    assert contact.parameters == [default_params_file(), default_params_file("contact.yaml"), {"friction": False}]
+    assert ff.parameters == [default_params_file(), {"friction": False}]  # the others do not read it
+    assert Path(contact.parameters[1]).name == "contact.yaml" and Path(contact.parameters[1]).is_file()
+    mine = tmp_path / "mine_contact.yaml"
+    mine.write_text("/**/contact_node:\n  ros__parameters:\n    observer_gain: 80.0\n")
+    assert dynamics_nodes({"contact": "on", "contact_params_file": str(mine)})[2].parameters[1] == str(mine)
+    with pytest.raises(LaunchArgumentError, match=r"launch argument contact_params_file: no such file '/nope\.yaml'"):
+        dynamics_nodes({"contact": "true", "contact_params_file": "/nope.yaml"})
+    with pytest.raises(LaunchArgumentError, match="launch argument contact: expected true or false"):
+        dynamics_nodes({"contact": "maybe"})
+
+
+def test_the_simulators_plant_and_lockstep_arguments(tmp_path: Path) -> None:
+    deviations = REPO / "config" / "plant_deviations.yaml"
+    (simulator,) = simulation_nodes(
+        {"engine": "mujoco", "plant_deviations": str(deviations), "lockstep": "true", "use_sim_time": "true"}
+    )
+    assert simulator.parameters[1] == {
+        "use_sim_time": True,
+        "engine": "mujoco",
+        "plant_deviations": str(deviations),
+        "lockstep": True,
+    }
+    assert simulation_nodes({})[0].parameters == [default_params_file()]  # not given: the file decides
+    ff = dynamics_nodes({"use_sim_time": "true"})[0]
+    assert "engine" not in ff.parameters[1]  # plant parameters only for the simulator
+    for given, message in (
+        ({"engine": "bullet"}, r"launch argument engine: expected one of \['model', 'mujoco'\], got 'bullet'"),
+        ({"engine": "mujoco", "plant_deviations": "/no/dev.yaml"}, "launch argument plant_deviations: no such file"),
+        ({"engine": "model", "plant_deviations": str(deviations)}, "only for engine:=mujoco, not engine:=model"),
+        ({"mjcf": str(tmp_path / "arm.xml")}, "launch argument mjcf: no such file"),
+        ({"lockstep": "true"}, r"lockstep:=true needs use_sim_time:=true"),
+        ({"lockstep": "true", "use_sim_time": "false"}, r"lockstep:=true needs use_sim_time:=true"),
+        ({"lockstep": "sometimes"}, "launch argument lockstep: expected true or false"),
+    ):
+        with pytest.raises(LaunchArgumentError, match=message):
+            simulation_nodes(given)
 
 
 def test_parameter_arguments_override_the_params_file_only_when_given(tmp_path: Path) -> None:
@@ -260,6 +307,42 @@ def test_the_bringup_builds_the_launch_files_nodes(tmp_path: Path) -> None:
             for node in nodes:
                 node.destroy_node()
             rclpy.try_shutdown(context=ctx)
+
+
+@pytest.mark.ros
+def test_the_bringup_builds_the_contact_node_and_a_lockstep_mujoco_simulator(tmp_path: Path) -> None:
+    rclpy = pytest.importorskip("rclpy")
+    from robot_dynamics.ros.bringup import init_arguments, node_factory, node_specs
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("/**:\n  ros__parameters:\n    robot_config: fu_two_link\n    backend: python\n")
+    deviations = tmp_path / "two_link_plant.yaml"
+    deviations.write_text("damping: 0.5\nfriction: [0.2, 0.1]\narmature: 0.01\n")
+    given = {
+        "params_file": str(mine),
+        "namespace": f"/bringup_contact_{os.getpid()}",
+        "contact": "true",
+        "engine": "mujoco",
+        "plant_deviations": str(deviations),
+        "lockstep": "true",
+        "use_sim_time": "true",
+    }
+    specs = node_specs(given, simulator=True, service=False)
+    assert [s.name for s in specs] == ["feedforward_node", "contact_node", "simulator_node"]
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, args=init_arguments(specs, [], params_file=True))
+    nodes: list[Any] = []
+    try:
+        nodes = [node_factory(spec, ctx)() for spec in specs]
+        _, contact, simulator = nodes
+        assert contact.get_parameter("observer_gain").value == 50.0  # from config/contact.yaml
+        assert contact.get_parameter("use_sim_time").value is True
+        assert simulator.get_parameter("engine").value == "mujoco" and simulator.get_parameter("lockstep").value
+        assert simulator.get_parameter("plant_deviations").value == str(deviations)
+    finally:
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown(context=ctx)
 
 
 # ------------------------------------------------------------------------------------------------

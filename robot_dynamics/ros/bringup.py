@@ -29,6 +29,7 @@ from rclpy.parameter import Parameter
 from robot_dynamics.ros.launch_support import (
     DYNAMICS_ARGUMENTS,
     PACKAGE,
+    SIMULATION_ARGUMENTS,
     LaunchArgumentError,
     NodeSpec,
     dynamics_nodes,
@@ -53,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         "arguments",
         nargs="*",
         metavar="NAME:=VALUE",
-        help=f"launch arguments: {', '.join(DYNAMICS_ARGUMENTS)}; with --simulator also robot_state_publisher",
+        help=f"launch arguments: {', '.join(DYNAMICS_ARGUMENTS)}; with --simulator also "
+        f"{', '.join(SIMULATION_ARGUMENTS)}",
     )
     return parser
 
@@ -76,6 +78,7 @@ def node_specs(
 def node_factory(spec: NodeSpec, context: Any = None) -> NodeFactory:
     """The spec's node, built in this process: remappings as node arguments, the parameter values as
     overrides (they win over every parameter file, as the launch file's do)."""
+    from robot_dynamics.ros.contact_node import ContactNode
     from robot_dynamics.ros.feedforward_node import FeedforwardNode
     from robot_dynamics.ros.service_node import DynamicsServiceNode
     from robot_dynamics.ros.simulator_node import SimulatorNode
@@ -84,6 +87,7 @@ def node_factory(spec: NodeSpec, context: Any = None) -> NodeFactory:
         "feedforward_node": FeedforwardNode,
         "dynamics_service_node": DynamicsServiceNode,
         "simulator_node": SimulatorNode,
+        "contact_node": ContactNode,
     }[spec.executable]
     overrides = [
         Parameter(name, value=value)

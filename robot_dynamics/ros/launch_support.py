@@ -15,7 +15,11 @@ Rules (what a ROS 2 user expects of a launch file):
   load, lists must parse, booleans must be booleans, the log level must be one: every error is raised
   (as ``LaunchArgumentError``) before any node starts;
 * ``commands_topic`` renames the feed-forward output ``feedforward/commands`` (and the simulator's
-  ``commands`` input with it), e.g. to ``/effort_controller/commands``.
+  ``commands`` input with it), e.g. to ``/effort_controller/commands``;
+* ``contact:=true`` adds the contact node (its own ``contact_params_file`` after ``params_file``);
+* the simulator's plant (``engine``, ``plant_deviations``, ``mjcf``) and ``lockstep`` are checked as
+  the node would check them (an engine it knows, files that exist, deviations only for MuJoCo,
+  ``lockstep:=true`` only with ``use_sim_time:=true``, since the other nodes must run on its ``/clock``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ NODE_EXECUTABLES = {
     "feedforward_node": "feedforward_node",
     "dynamics_service_node": "dynamics_service_node",
     "simulator_node": "simulator_node",
+    "contact_node": "contact_node",
 }
 COMMANDS_TOPIC = "feedforward/commands"
 LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
@@ -40,20 +45,20 @@ class LaunchArgumentError(ValueError):
     """A launch argument that cannot be used (the message names it); raised before any node starts."""
 
 
-def default_params_file() -> str:
-    """``share/robot_dynamics/config/robot_dynamics.yaml`` when installed, else the source tree's."""
+def default_params_file(name: str = "robot_dynamics.yaml") -> str:
+    """``share/robot_dynamics/config/<name>`` when installed, else the source tree's."""
     try:
         from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 
         try:
-            installed = Path(get_package_share_directory(PACKAGE)) / "config" / "robot_dynamics.yaml"
+            installed = Path(get_package_share_directory(PACKAGE)) / "config" / name
             if installed.is_file():
                 return str(installed)
         except (PackageNotFoundError, OSError):  # OSError: AMENT_PREFIX_PATH is not set
             pass
     except ImportError:
         pass
-    return str(Path(__file__).resolve().parents[2] / "config" / "robot_dynamics.yaml")
+    return str(Path(__file__).resolve().parents[2] / "config" / name)
 
 
 #: ``name: (default, description)`` of the arguments of ``dynamics.launch.py``. An empty default of
@@ -79,10 +84,22 @@ DYNAMICS_ARGUMENTS: dict[str, tuple[str, str]] = {
     ),
     "namespace": ("", "namespace of the nodes"),
     "params_file": (default_params_file(), "node parameter file (must exist)"),
+    "contact": ("false", "also start contact_node: external joint torques, tool wrench, collision events"),
+    "contact_params_file": (
+        default_params_file("contact.yaml"),
+        "contact_node's parameter file, applied after params_file (must exist)",
+    ),
 }
 #: The extra arguments of ``simulation.launch.py``.
 SIMULATION_ARGUMENTS: dict[str, tuple[str, str]] = {
     "robot_state_publisher": ("false", "also start robot_state_publisher with the robot's URDF"),
+    "engine": ("", "simulator physics: model or mujoco (empty = the parameter file's, model)"),
+    "plant_deviations": ("", "mujoco engine: YAML of the plant's deviations from the robot file (must exist)"),
+    "mjcf": ("", "mujoco engine: an MJCF file instead of the robot file (must exist)"),
+    "lockstep": (
+        "",
+        "simulator as the clock (/clock; a step per answered state), true/false; needs use_sim_time:=true",
+    ),
 }
 
 
@@ -155,10 +172,11 @@ def read_urdf(path: str, xacro_args: str = "") -> str:
         raise LaunchArgumentError(f"launch argument urdf: cannot expand xacro file {path!r}: {text}") from None
 
 
-def check_params_file(path: str) -> str:
-    p = Path(path).expanduser()
+def check_file(path: str, name: str) -> str:
+    """``path`` (``~`` expanded) if it is a file, else LaunchArgumentError naming the argument."""
+    p = Path(path.strip()).expanduser()
     if not p.is_file():
-        raise LaunchArgumentError(f"launch argument params_file: no such file {path!r}")
+        raise LaunchArgumentError(f"launch argument {name}: no such file {path!r}")
     return str(p)
 
 
@@ -205,30 +223,63 @@ def robot_parameters(args: Mapping[str, str]) -> dict[str, Any]:
     return params
 
 
-def _common(args: Mapping[str, str]) -> tuple[list[str | dict[str, Any]], str, str]:
-    params_file = check_params_file(args["params_file"])
-    overrides = robot_parameters(args)
+def _common(
+    args: Mapping[str, str], extra: Mapping[str, Any] | None = None
+) -> tuple[list[str | dict[str, Any]], str, str]:
+    params_file = check_file(args["params_file"], "params_file")
+    overrides = {**robot_parameters(args), **(extra or {})}
     parameters: list[str | dict[str, Any]] = [params_file, overrides] if overrides else [params_file]
     return parameters, args.get("namespace", "").strip(), check_log_level(args.get("log_level", ""))
 
 
 def dynamics_nodes(given: Mapping[str, str]) -> list[NodeSpec]:
-    """The nodes of ``dynamics.launch.py``: feed-forward and service nodes."""
+    """The nodes of ``dynamics.launch.py``: feed-forward and service nodes (+ the contact node)."""
     args = resolve_arguments(given, DYNAMICS_ARGUMENTS)
     parameters, ns, level = _common(args)
     commands = args["commands_topic"].strip()
     remap = [(COMMANDS_TOPIC, commands)] if commands else []
-    return [
+    nodes = [
         NodeSpec("feedforward_node", "feedforward_node", ns, parameters, remap, level),
         NodeSpec("dynamics_service_node", "dynamics_service_node", ns, parameters, [], level),
     ]
+    if parse_bool(args["contact"], "contact"):
+        contact_file = check_file(args["contact_params_file"], "contact_params_file")
+        contact_parameters = [parameters[0], contact_file, *parameters[1:]]  # the given arguments still win
+        nodes.append(NodeSpec("contact_node", "contact_node", ns, contact_parameters, [], level))
+    return nodes
+
+
+def plant_parameters(args: Mapping[str, str]) -> dict[str, Any]:
+    """The simulator's plant and clock parameters the arguments give (only those given), checked."""
+    from robot_dynamics.plant import ENGINES
+
+    params: dict[str, Any] = {}
+    engine = args.get("engine", "").strip()
+    if engine:
+        if engine not in ENGINES:
+            raise LaunchArgumentError(f"launch argument engine: expected one of {list(ENGINES)}, got {engine!r}")
+        params["engine"] = engine
+    for name in ("plant_deviations", "mjcf"):
+        if args.get(name, "").strip():
+            if engine and engine != "mujoco":
+                raise LaunchArgumentError(f"launch argument {name}: only for engine:=mujoco, not engine:={engine}")
+            params[name] = check_file(args[name], name)
+    if args.get("lockstep", "").strip():
+        params["lockstep"] = parse_bool(args["lockstep"], "lockstep")
+        sim_time = args.get("use_sim_time", "").strip()
+        if params["lockstep"] and not (sim_time and parse_bool(sim_time, "use_sim_time")):
+            raise LaunchArgumentError(
+                "launch argument lockstep: lockstep:=true needs use_sim_time:=true "
+                "(the other nodes must run on the simulator's /clock)"
+            )
+    return params
 
 
 def simulation_nodes(given: Mapping[str, str]) -> list[NodeSpec]:
     """The nodes ``simulation.launch.py`` adds to ``dynamics.launch.py``'s: the simulator (its
     ``commands`` input on the feed-forward output) and optionally robot_state_publisher."""
     args = resolve_arguments(given, {**DYNAMICS_ARGUMENTS, **SIMULATION_ARGUMENTS})
-    parameters, ns, level = _common(args)
+    parameters, ns, level = _common(args, plant_parameters(args))
     commands = args["commands_topic"].strip() or COMMANDS_TOPIC
     nodes = [NodeSpec("simulator_node", "simulator_node", ns, parameters, [("commands", commands)], level)]
     if parse_bool(args["robot_state_publisher"], "robot_state_publisher"):
