@@ -1,6 +1,8 @@
 """``dynamics.launch.py`` + the simulator closing the loop (+ robot_state_publisher) (ROS 2 Jazzy / Kilted).
 
     ros2 launch robot_dynamics simulation.launch.py robot_config:=puma560 robot_state_publisher:=true
+    ros2 launch robot_dynamics simulation.launch.py urdf:=ur5_robot.urdf engine:=mujoco \
+        plant_deviations:=config/plant_deviations.yaml lockstep:=true use_sim_time:=true contact:=true
 
 Includes ``dynamics.launch.py`` (all its arguments apply) and adds the simulator, which integrates
 the forward dynamics from the feed-forward torques (``feedforward/commands``, or ``commands_topic``,
@@ -9,7 +11,9 @@ reads: with no trajectory the robot holds its start pose under gravity + frictio
 publish a ``trajectory_msgs/JointTrajectory`` on ``joint_trajectory`` to make it move. With
 ``robot_state_publisher:=true`` the robot's URDF (the ``urdf`` file, or ``robot_config`` exported to
 URDF) is published for RViz (checked to be installed before any node starts), and the nodes can take
-it from the ``robot_description`` topic (``use_robot_description_topic:=true``).
+it from the ``robot_description`` topic (``use_robot_description_topic:=true``). ``engine:=mujoco``
+(+ ``plant_deviations`` or ``mjcf``) simulates on MuJoCo; ``lockstep:=true`` (with
+``use_sim_time:=true``) makes the simulator the clock, stepping once per answered state.
 
 Every node is required (see ``dynamics.launch.py``). Without launch_ros:
 ``robot_dynamics_bringup --simulator`` with the same ``NAME:=VALUE`` arguments.
