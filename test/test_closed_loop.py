@@ -73,7 +73,8 @@ def test_every_case_through_the_nodes(tmp_path: Path) -> None:
     )
     assert all("identified" in p and "error" in p for p in summary["parameters"])
     assert load_robot(str(out / "identified.yaml")).dof == 2
-    assert json.loads((out / "identification.json").read_text())["robot"] == "fu_two_link"
+    identification = json.loads((out / "identification.json").read_text())
+    assert identification["robot"] == "fu_two_link" and identification["friction"]["law"] == "stribeck"
     assert (out / "tracking.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| C/B |" in (out / "report.md").read_text()
     # a kept bag is a bag `robot-dynamics tracking` reads, with the report's numbers

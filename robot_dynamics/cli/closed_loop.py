@@ -5,7 +5,8 @@
       [--kp K ...] [--kd K ...] [--bandwidth WN] [--damping-ratio ZETA] [--inertia-floor F]
       [--rate HZ] [--timestep S]
       [--duration S] [--segment S] [--reach R] [--start Q ...] [--seed N]
-      [--excitation-duration S] [--harmonics K] [--excitation-option ARG ...] [--identify-option ARG ...]
+      [--excitation-duration S] [--harmonics K] [--excitation-option ARG ...] [--friction LAW]
+      [--identify-option ARG ...]
       [--cases A,B,B-exact,C,D] [--realtime] [--no-limit-efforts] [--domain-id N] [--json]
 
 Runs the cases of :mod:`robot_dynamics.experiment` with :mod:`robot_dynamics.ros.closed_loop` (the
@@ -80,6 +81,12 @@ def register(sub: Any) -> None:
         metavar="ARG",
         help="more arguments for excitation, e.g. --excitation-option=--starts=1",
     )
+    p.add_argument(
+        "--friction",
+        metavar="LAW",
+        help="friction law identify fits for case C, as identify's --friction (default: stribeck, which tracks "
+        "best on MuJoCo's frictionloss)",
+    )
     p.add_argument("--identify-option", action="append", default=[], metavar="ARG", help="more arguments for identify")
     p.add_argument("--cases", default="A,B,B-exact,C,D", help="which cases (%(default)s)")
     p.add_argument(
@@ -131,6 +138,11 @@ def run_closed_loop(args: argparse.Namespace) -> int:
     start = parse_vector(args.start, model, "--start") if args.start else None
     workspace(model, start_pose(model, start), args.reach)
     from ..experiment.settings import Settings
+    from ..identification.friction_laws import FRICTION_LAWS
+
+    friction_law = Settings.friction_law if args.friction is None else args.friction
+    if friction_law not in FRICTION_LAWS:
+        raise RobotDynamicsError(f"--friction must be one of {', '.join(FRICTION_LAWS)}, got {friction_law!r}")
     from ..ros.closed_loop import Experiment  # ROS only from here on
 
     settings = Settings(
@@ -157,6 +169,7 @@ def run_closed_loop(args: argparse.Namespace) -> int:
         excitation_duration=args.excitation_duration,
         harmonics=args.harmonics,
         excitation_options=args.excitation_option,
+        friction_law=friction_law,
         identify_options=args.identify_option,
         cases=parse_cases(args.cases),
         realtime=args.realtime,

@@ -59,6 +59,7 @@ class Settings:
     excitation_duration: float = 10.0
     harmonics: int = 3
     excitation_options: Sequence[str] = ()
+    friction_law: str = "stribeck"  # identify --friction: tracks best on MuJoCo's frictionloss (closing-the-loop.md)
     identify_options: Sequence[str] = ()
     cases: Sequence[str] = tuple(CASES)
     realtime: bool = False

@@ -324,7 +324,8 @@ class Experiment:
                 self.say("  robot-dynamics identify ...")
                 args = ["identify", str(self.out / "bags" / "excitation"), "--robot", s.robot, *chain_arguments(s)]
                 args += ["--out", str(identified), "--json", str(self.out / "identification.json")]
-                args += ["--plot", str(self.out / "identification.png"), *s.identify_options]
+                args += ["--plot", str(self.out / "identification.png"), "--friction", s.friction_law]
+                args += [*s.identify_options]
                 self._finish(self._command(args, "identify"), "identify")
                 self._session(
                     "identified", str(identified), True, lambda node: self._store("C", node, CASES["C"], True)
