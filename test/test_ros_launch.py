@@ -140,6 +140,8 @@ def test_the_simulators_plant_and_lockstep_arguments(tmp_path: Path) -> None:
         ({"lockstep": "true"}, r"lockstep:=true needs use_sim_time:=true"),
         ({"lockstep": "true", "use_sim_time": "false"}, r"lockstep:=true needs use_sim_time:=true"),
         ({"lockstep": "sometimes"}, "launch argument lockstep: expected true or false"),
+        # the included file's arguments too, before the simulator is started
+        ({"contact": "true", "contact_params_file": "/no/contact.yaml"}, "contact_params_file: no such file"),
     ):
         with pytest.raises(LaunchArgumentError, match=message):
             simulation_nodes(given)
@@ -449,8 +451,10 @@ def test_under_launch_a_failing_node_fails_the_launch_and_stops_the_others(ament
     [
         (["robot_state_publisher:=true"], "package 'robot_state_publisher' is not installed"),
         (["params_file:=/nonexistent.yaml"], "launch argument params_file: no such file"),
+        (["engine:=mujoco", "lockstep:=true"], "lockstep:=true needs use_sim_time:=true"),
+        (["contact:=true", "contact_params_file:=/nonexistent.yaml"], "contact_params_file: no such file"),
     ],
-    ids=["robot_state_publisher_missing", "params_file_missing"],
+    ids=["robot_state_publisher_missing", "params_file_missing", "lockstep_without_sim_time", "contact_file_missing"],
 )
 def test_under_launch_a_bad_argument_fails_before_any_node(ament_prefix: str, args: list[str], message: str) -> None:
     launch = Launch(ament_prefix, "simulation.launch.py", *args)

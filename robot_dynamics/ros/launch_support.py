@@ -279,6 +279,8 @@ def simulation_nodes(given: Mapping[str, str]) -> list[NodeSpec]:
     """The nodes ``simulation.launch.py`` adds to ``dynamics.launch.py``'s: the simulator (its
     ``commands`` input on the feed-forward output) and optionally robot_state_publisher."""
     args = resolve_arguments(given, {**DYNAMICS_ARGUMENTS, **SIMULATION_ARGUMENTS})
+    # the included dynamics.launch.py's own arguments (contact, ...) are checked here too: before any node
+    dynamics_nodes({name: value for name, value in given.items() if name in DYNAMICS_ARGUMENTS})
     parameters, ns, level = _common(args, plant_parameters(args))
     commands = args["commands_topic"].strip() or COMMANDS_TOPIC
     nodes = [NodeSpec("simulator_node", "simulator_node", ns, parameters, [("commands", commands)], level)]
