@@ -188,3 +188,16 @@ def test_static_joint_with_prior_falls_back_and_says_so(
     assert "warning: not determined by the data, kept at nominal values by the prior" in stdout
     assert "joint2" in stdout
     assert rd.load_robot(str(out)).dof == 3
+
+
+def test_the_help_states_the_pipelines_defaults() -> None:
+    """The command's help repeats the pipeline's defaults (the CLI does not import the pipeline to start)."""
+    import argparse
+
+    from robot_dynamics.cli import identify
+    from robot_dynamics.identification.samples import REVERSAL_VELOCITY, WINDOW_S
+
+    parser = argparse.ArgumentParser()
+    identify.register(parser.add_subparsers())
+    text = " ".join(parser._subparsers._group_actions[0].choices["identify"].format_help().split())  # type: ignore[union-attr]
+    assert f"default {WINDOW_S:g};" in text and f"default {REVERSAL_VELOCITY:g}, 0 keeps every row" in text

@@ -91,7 +91,7 @@ def register(sub: Any) -> None:
         default=None,
         metavar="V",
         help="rad/s or m/s, one or one per joint: a joint's training rows slower than this are left out "
-        "(friction sticks at velocity reversals; default 0.05, 0 keeps every row)",
+        "(friction sticks at velocity reversals; default 0.1, 0 keeps every row)",
     )
     p.add_argument("--payload-only", action="store_true", help="identify only the last link (tool + payload)")
     p.add_argument(
