@@ -57,7 +57,9 @@ def test_every_case_through_the_nodes(tmp_path: Path) -> None:
             assert realtime["latency_ms"]["p50"] > 0 and realtime["latency_ms"]["p99"] >= realtime["latency_ms"]["p50"]
             continue
         expected = 501 if key == "excitation" else 201  # 100 Hz: 2 s motions; 3 s excitation + two 1 s ramps
-        assert case["counters"] == {"joint_states": expected, "unanswered": 0, "clamped": 0, "not_recorded": 0}
+        counters = dict(case["counters"])
+        assert 0 <= counters.pop("restarts") < 3  # a case started again on a busy machine is counted
+        assert counters == {"joint_states": expected, "unanswered": 0, "clamped": 0, "not_recorded": 0}
     assert summary["simulator"]["stock"]["missed_commands"] == 0
     assert summary["simulator"]["identified"]["missed_commands"] == 0
     rms = {key: case["rms_position_error"] for key, case in cases.items()}

@@ -7,7 +7,8 @@
 * Loop health from each case's recording (:func:`loop_counters`): joint states without an answer (in
   lock-step: missed commands) and answers clamped to the effort limits; and from the simulator's
   diagnostics at the end of each run of the nodes: its missed and late commands in all (a reset makes
-  one late answer: the answer to the state before it).
+  one late answer: the answer to the state before it); how often a case was started again because the
+  controller tracked its motion late (a busy machine).
 * Real time: the loop's rate (joint states per second of their stamps), the gaps between them, joint
   states left without an answer, and the latency from a state's stamp (the simulator's clock when it
   published it) to the arrival of the command answering it (stamped alike) at the experiment's
@@ -230,14 +231,14 @@ def markdown(summary: Mapping[str, Any]) -> str:
         "",
         "## Tracking (position error q_d − q while the trajectory is active; rad, m for a prismatic joint)",
         "",
-        "| case | controller | RMS | max | joint states | unanswered | clamped |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| case | controller | RMS | max | joint states | unanswered | clamped | started again |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for key, c in cases.items():
         k = c["counters"]
         lines.append(
             f"| {key} | {c['title']} | {c['rms_position_error']:.4g} | {c['max_position_error']:.4g} | "
-            f"{k['joint_states']} | {k['unanswered']} | {k['clamped']} |"
+            f"{k['joint_states']} | {k['unanswered']} | {k['clamped']} | {k.get('restarts', 0)} |"
         )
     for tag, values in summary.get("simulator", {}).items():
         lines.append("")

@@ -219,7 +219,7 @@ class Experiment:
         self.say(f"  case {key}: {case.title} ...")
         wall = time.monotonic()
         node.set_feedforward(case.parameters)
-        for _ in range(RESETS):
+        for restarts in range(RESETS):  # noqa: B007 - the last value is the count of runs started again
             started = self._start(node, key, motion)
             if started is None:
                 continue
@@ -259,6 +259,7 @@ class Experiment:
         run.counters = report.loop_counters(
             self.model, states, commands, start, end, self.period_ns if lockstep else None
         )
+        run.counters["restarts"] = restarts  # runs started again (the controller tracked late), in the report
         if not lockstep:
             run.realtime = report.timing(states.stamps, commands.stamps, commands.timestamps, self.s.rate)
         self.say(f"    RMS {run.rms:.4g} rad, max {run.max:.4g} rad; {report.describe_counters(run.counters)}")
