@@ -311,6 +311,21 @@ def test_the_bringup_builds_the_launch_files_nodes(tmp_path: Path) -> None:
             rclpy.try_shutdown(context=ctx)
 
 
+def test_the_bringup_passes_the_parameter_files_that_were_given(tmp_path: Path) -> None:
+    from robot_dynamics.ros.bringup import init_arguments, node_specs
+
+    mine = tmp_path / "contact.yaml"
+    mine.write_text("/**/contact_node:\n  ros__parameters:\n    observer_gain: 80.0\n")
+    defaults = node_specs({"contact": "true"}, simulator=False)
+    assert init_arguments(defaults, [], params_file=False, contact_params_file=False) == ["robot_dynamics_bringup"]
+    given = node_specs({"contact": "true", "contact_params_file": str(mine)}, simulator=False)
+    assert init_arguments(given, ["-p", "x:=1"], params_file=False, contact_params_file=True) == [
+        "robot_dynamics_bringup", "--ros-args", "--params-file", str(mine), "-p", "x:=1",
+    ]  # fmt: skip
+    both = init_arguments(given, [], params_file=True, contact_params_file=True)
+    assert both[2:] == ["--params-file", default_params_file(), "--params-file", str(mine)]  # params_file first
+
+
 @pytest.mark.ros
 def test_the_bringup_builds_the_contact_node_and_a_lockstep_mujoco_simulator(tmp_path: Path) -> None:
     rclpy = pytest.importorskip("rclpy")
@@ -320,10 +335,13 @@ def test_the_bringup_builds_the_contact_node_and_a_lockstep_mujoco_simulator(tmp
     mine.write_text("/**:\n  ros__parameters:\n    robot_config: fu_two_link\n    backend: python\n")
     deviations = tmp_path / "two_link_plant.yaml"
     deviations.write_text("damping: 0.5\nfriction: [0.2, 0.1]\narmature: 0.01\n")
+    contact_file = tmp_path / "contact.yaml"
+    contact_file.write_text("/**/contact_node:\n  ros__parameters:\n    observer_gain: 80.0\n")
     given = {
         "params_file": str(mine),
         "namespace": f"/bringup_contact_{os.getpid()}",
         "contact": "true",
+        "contact_params_file": str(contact_file),
         "engine": "mujoco",
         "plant_deviations": str(deviations),
         "lockstep": "true",
@@ -337,7 +355,7 @@ def test_the_bringup_builds_the_contact_node_and_a_lockstep_mujoco_simulator(tmp
     try:
         nodes = [node_factory(spec, ctx)() for spec in specs]
         _, contact, simulator = nodes
-        assert contact.get_parameter("observer_gain").value == 50.0  # from config/contact.yaml
+        assert contact.get_parameter("observer_gain").value == 80.0  # from the given contact file
         assert contact.get_parameter("use_sim_time").value is True
         assert simulator.get_parameter("engine").value == "mujoco" and simulator.get_parameter("lockstep").value
         assert simulator.get_parameter("plant_deviations").value == str(deviations)

@@ -32,6 +32,7 @@ from robot_dynamics.ros.launch_support import (
     SIMULATION_ARGUMENTS,
     LaunchArgumentError,
     NodeSpec,
+    default_params_file,
     dynamics_nodes,
     parse_assignments,
     simulation_nodes,
@@ -106,12 +107,18 @@ def node_factory(spec: NodeSpec, context: Any = None) -> NodeFactory:
     return lambda: cls(**kwargs)
 
 
-def init_arguments(specs: Sequence[NodeSpec], ros_args: Sequence[str], params_file: bool = True) -> list[str]:
-    """rclpy's arguments: the parameter file (when ``params_file``) and log level of the specs first,
+def init_arguments(
+    specs: Sequence[NodeSpec], ros_args: Sequence[str], params_file: bool = True, contact_params_file: bool = True
+) -> list[str]:
+    """rclpy's arguments: the parameter files (in the specs' order) and log level of the specs first,
     so the user's own ``--ros-args`` come after, as they would on ``ros2 run``. Without a
-    ``params_file:=`` argument no file is passed: the nodes' defaults are the default file's values,
-    and its node-specific entries would otherwise take precedence over the user's ``-p``."""
-    files = sorted({p for spec in specs for p in spec.parameters if isinstance(p, str)}) if params_file else []
+    ``params_file:=`` (``contact_params_file:=``) argument the default file is not passed: the nodes'
+    defaults are its values, and its node-specific entries would otherwise take precedence over the
+    user's ``-p``; a file that was given is passed."""
+    defaults = {default_params_file()} if not params_file else set()
+    defaults |= {default_params_file("contact.yaml")} if not contact_params_file else set()
+    given = dict.fromkeys(p for spec in specs for p in spec.parameters if isinstance(p, str))
+    files = [f for f in given if f not in defaults]
     levels = sorted({spec.log_level for spec in specs if spec.log_level})
     ours = [item for f in files for item in ("--params-file", f)] + [
         item for level in levels for item in ("--log-level", level)
@@ -133,7 +140,8 @@ def main(args: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: nothing to start", file=sys.stderr)
         return 2
     factories = [(spec.name, node_factory(spec)) for spec in specs]
-    return run_nodes(factories, init_arguments(specs, argv[split:], "params_file" in given))
+    files_given = "params_file" in given, "contact_params_file" in given
+    return run_nodes(factories, init_arguments(specs, argv[split:], *files_given))
 
 
 if __name__ == "__main__":
