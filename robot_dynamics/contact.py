@@ -53,6 +53,7 @@ from numpy.typing import ArrayLike
 from robot_dynamics.dynamics.momentum_observer import decay, observer_gain, scan_recurrence
 from robot_dynamics.errors import StateError
 from robot_dynamics.model import FloatArray
+from robot_dynamics.user_input import per_joint
 
 #: Default clear level as a fraction of the threshold, and default calibration margin.
 DEFAULT_CLEAR_RATIO = 0.5
@@ -67,11 +68,7 @@ FAR = float(np.exp(-4.0))
 
 def check_thresholds(values: ArrayLike, n: int, what: str = "thresholds") -> FloatArray:
     """``(n,)`` thresholds (N·m or N): one per joint, or one for all; each > 0 (``inf`` = never)."""
-    th = np.asarray(values, dtype=np.float64).reshape(-1)
-    if th.size == 1:
-        th = np.full(n, float(th[0]))
-    if th.size != n:
-        raise StateError(f"{what}: expected 1 or {n} values (one per joint), got {th.size}")
+    th = per_joint(values, n, what)
     if np.isnan(th).any() or not (th > 0.0).all():
         raise StateError(f"{what}: every value must be > 0 (N·m or N; inf = never), got {th.tolist()}")
     return th
@@ -80,11 +77,7 @@ def check_thresholds(values: ArrayLike, n: int, what: str = "thresholds") -> Flo
 def check_reversal(values: ArrayLike, n: int, what: str) -> FloatArray:
     """``(n,)`` reversal thresholds (N·m, N) or velocities (rad/s, m/s): one per joint or one for all,
     each finite and ``>= 0`` (0 = no allowance / no band)."""
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    if v.size == 1:
-        v = np.full(n, float(v[0]))
-    if v.size != n:
-        raise StateError(f"{what}: expected 1 or {n} values (one per joint), got {v.size}")
+    v = per_joint(values, n, what)
     if not (np.isfinite(v).all() and (v >= 0.0).all()):
         raise StateError(f"{what}: every value must be finite and >= 0, got {v.tolist()}")
     return v

@@ -22,9 +22,10 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.model import RobotModel
+from robot_dynamics.errors import RobotDynamicsError, StateError
+from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.models.validation import suggest
 
 _OPERATORS: dict[type, Any] = {
@@ -156,3 +157,13 @@ def renamed_model(model: RobotModel, joint_map: Mapping[str, str], what: str = "
     names = external_names(model.joint_names, joint_map)
     joints = tuple(replace(j, name=name) for j, name in zip(model.joints, names, strict=True))
     return model.with_changes(joints=joints)
+
+
+def per_joint(values: ArrayLike, n: int, what: str) -> FloatArray:
+    """``(n,)`` float64 values from one per joint or one for all; StateError naming ``what`` otherwise."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if v.size == 1:
+        return np.full(n, float(v[0]))
+    if v.size != n:
+        raise StateError(f"{what}: expected 1 or {n} values (one per joint), got {v.size}")
+    return v

@@ -55,6 +55,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import StateError
 from ..model import FloatArray, RobotModel
+from ..user_input import per_joint
 from .coefficients import coriolis_matrix, inertia_matrix
 from .inverse import inverse_dynamics
 
@@ -64,11 +65,7 @@ CHUNK = 8192
 
 def observer_gain(gain: ArrayLike, n: int, what: str = "gain") -> FloatArray:
     """``K`` as ``(n,)``: one positive finite value per joint, or one for all; StateError otherwise."""
-    k = np.asarray(gain, dtype=np.float64).reshape(-1)
-    if k.size == 1:
-        k = np.full(n, float(k[0]))
-    if k.size != n:
-        raise StateError(f"{what}: expected 1 or {n} values (one per joint), got {k.size}")
+    k = per_joint(gain, n, what)
     if not (np.isfinite(k).all() and (k > 0.0).all()):
         raise StateError(f"{what}: every value must be finite and > 0 (1/s), got {k.tolist()}")
     return k
