@@ -10,7 +10,7 @@ machine load for all) and times the outputs: latency = receive time − the join
 once without and once with a subscriber on ``contact_node/external_wrench`` (the wrench is computed
 only for a subscriber, after the torque is published). Below, the nodes' own time per message from
 their diagnostics: the feed-forward node's compute (matching + law), the contact node's compute
-(matching + observer + detection: the brief's "observer compute") and its wrench (Jacobian, SVD,
+(matching + observer + detection: the "observer compute" of the targets) and its wrench (Jacobian, SVD,
 write).
 
 Then, without DDS: both nodes' joint-state callbacks called in-process, interleaved, paced at 1 kHz
