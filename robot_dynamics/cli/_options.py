@@ -23,6 +23,21 @@ from ..user_input import check_joint_map, parse_joint_map, parse_locked_joints
 ROBOT_HELP = "bundled robot name, DH YAML file or URDF file"
 
 
+def add_joint_states_option(parser: argparse.ArgumentParser) -> None:
+    """``--joint-states TOPIC`` of the commands that read a bag's joint states."""
+    parser.add_argument("--joint-states", default="joint_states", metavar="TOPIC", help="default: %(default)s")
+
+
+def add_progress_option(parser: argparse.ArgumentParser) -> None:
+    """``--progress/--no-progress`` of the commands that read a bag (the bar's rule: bag.progress.LONG_JOB)."""
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: on a terminal, for bags of 20000+ messages)",
+    )
+
+
 def add_robot_options(
     parser: argparse.ArgumentParser,
     *,

@@ -13,7 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from robot_dynamics.cli._options import add_robot_options, joint_map_from_args, load_robot_from_args
+from robot_dynamics.cli._options import (
+    add_joint_states_option,
+    add_progress_option,
+    add_robot_options,
+    joint_map_from_args,
+    load_robot_from_args,
+)
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.models.robots import DEFAULT_ROBOT
 
@@ -37,7 +43,7 @@ def register(sub: Any) -> None:
 # ------------------------------------------------------------------------------------------------
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     add_robot_options(p, positional=False, default=DEFAULT_ROBOT)
-    p.add_argument("--joint-states", default="joint_states", metavar="TOPIC", help="default: %(default)s")
+    add_joint_states_option(p)
     p.add_argument(
         "--trajectory",
         default=DEFAULT_TRAJECTORY,
@@ -88,12 +94,7 @@ def _register_evaluate(sub: Any) -> None:
     p.add_argument("--csv", metavar="PATH", help="per-joint summary as CSV ('-' = stdout)")
     p.add_argument("--json", metavar="PATH", help="summary as JSON ('-' = stdout)")
     p.add_argument("--plot", metavar="PNG", help="measured vs model torques per joint")
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar on stderr (default: on a terminal, for bags of 20000+ messages)",
-    )
+    add_progress_option(p)
     p.set_defaults(func=run_evaluate)
 
 

@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from robot_dynamics.cli._options import add_robot_options, joint_map_from_args, load_robot_from_args
+from robot_dynamics.cli._options import (
+    add_joint_states_option,
+    add_progress_option,
+    add_robot_options,
+    joint_map_from_args,
+    load_robot_from_args,
+)
 from robot_dynamics.contact import DEFAULT_CLEAR_RATIO, DEFAULT_MARGIN, DEFAULT_REVERSAL_VELOCITY
 from robot_dynamics.user_input import parse_number
 
@@ -35,7 +41,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("bag", metavar="BAG", help="rosbag2 directory (or .mcap/.db3 file)")
     add_robot_options(p, positional=False, default=None)
-    p.add_argument("--joint-states", default="joint_states", metavar="TOPIC", help="default: %(default)s")
+    add_joint_states_option(p)
     p.add_argument(
         "--gain", nargs="+", default=["50"], metavar="K", help="observer gain, 1/s: one, or one per joint (default: 50)"
     )
@@ -84,12 +90,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", metavar="PATH", help="summary (residuals, thresholds, events) as JSON ('-' = stdout)")
     p.add_argument("--plot", metavar="PNG", help="the external torque per joint with its thresholds")
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar on stderr (default: on a terminal, for bags of 20000+ messages)",
-    )
+    add_progress_option(p)
     p.set_defaults(func=run_contact)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import RobotDynamicsError
 from ..models.provenance import Provenance
 from ..user_input import parse_locked_joints
-from ._options import add_robot_options, joint_map_from_args, load_robot_from_args
+from ._options import add_joint_states_option, add_robot_options, joint_map_from_args, load_robot_from_args
 
 
 def register(sub: Any) -> None:
@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
     add_robot_options(p, positional=False, default=None)
     p.add_argument("--out", required=True, metavar="MODEL", help="identified robot file (chain YAML or URDF)")
     p.add_argument("--format", choices=("yaml", "urdf"), default=None, help="model format (default: from --out)")
-    p.add_argument("--joint-states", default="joint_states", metavar="TOPIC", help="default: %(default)s")
+    add_joint_states_option(p)
     p.add_argument(
         "--holdout", type=float, default=0.3, metavar="F", help="held-out fraction of each bag (%(default)s)"
     )

@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from robot_dynamics.cli._options import add_robot_options, joint_map_from_args, load_robot_from_args
+from robot_dynamics.cli._options import (
+    add_joint_states_option,
+    add_progress_option,
+    add_robot_options,
+    joint_map_from_args,
+    load_robot_from_args,
+)
 from robot_dynamics.cli.bag import DEFAULT_TRAJECTORY, read_with_progress, write_text
 from robot_dynamics.models.robots import DEFAULT_ROBOT
 
@@ -25,7 +31,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("bag", metavar="BAG", help="rosbag2 directory (or .mcap/.db3 file)")
     add_robot_options(p, positional=False, default=DEFAULT_ROBOT)
-    p.add_argument("--joint-states", default="joint_states", metavar="TOPIC", help="default: %(default)s")
+    add_joint_states_option(p)
     p.add_argument(
         "--trajectory",
         default=DEFAULT_TRAJECTORY,
@@ -35,12 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", metavar="PATH", help="summary as JSON ('-' = stdout)")
     p.add_argument("--csv", metavar="PATH", help="per segment and joint errors as CSV ('-' = stdout)")
     p.add_argument("--plot", metavar="PNG", help="position error per joint over time")
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar on stderr (default: on a terminal, for bags of 20000+ messages)",
-    )
+    add_progress_option(p)
     p.set_defaults(func=run_tracking)
 
 
