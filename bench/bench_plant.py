@@ -33,9 +33,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
 import robot_dynamics as rd
+from robot_dynamics.model import RobotModel
 from robot_dynamics.plant import ModelPlant, MujocoPlant, load_deviations, parse_deviations, plant_source
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def load_quietly(robot: str, tip: str | None, locks: dict[str, float]) -> RobotModel:
+    """The stock URDF's model without its loader warnings (massless links: printed by every command)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return rd.load_robot(robot, tip_link=tip, locked_joints=locks)
 
 
 def robots() -> dict[str, tuple[str, str | None, dict[str, float]]]:
@@ -67,9 +75,7 @@ def step_table(steps: int, repeat: int) -> None:
     print("| robot | plant | MuJoCo plant per step | model engine per step | MuJoCo / model |")
     print("|---|---|---:|---:|---:|")
     for name, (robot, tip, locks) in robots().items():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = rd.load_robot(robot, tip_link=tip, locked_joints=locks)
+        model = load_quietly(robot, tip, locks)
         rd.prepare(model, "native")
         lo = np.array([j.limits.lower for j in model.joints])
         q0 = 0.5 * (lo + np.array([j.limits.upper for j in model.joints]))
@@ -117,9 +123,7 @@ def timestep_table() -> None:
     print("\n| robot | physics timestep | max joint position difference after 2 s | time per 1 ms period |")
     print("|---|---:|---:|---:|")
     for name, (robot, tip, locks) in robots().items():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = rd.load_robot(robot, tip_link=tip, locked_joints=locks)
+        model = load_quietly(robot, tip, locks)
         source, amplitude = plant_source(robot, None, tip, locks), 20.0 if name == "UR5" else 10.0
         reference, _ = study_run(source, model, deviations, 1e-3 / 32, amplitude)
         for timestep in (1e-3, 5e-4, 2.5e-4):
