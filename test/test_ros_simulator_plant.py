@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -202,6 +203,52 @@ def test_a_missing_answer_is_counted_and_the_command_held(context: Any, ros: tup
     assert not sim.set_parameters([Parameter("engine", value="model")])[0].successful  # read-only
 
 
+def test_real_time_keeps_its_rate_on_a_thread_and_measures_the_loop_latency(
+    context: Any, ros: tuple[Spinner, str], ur5: Any
+) -> None:
+    """Real time: the stepping loop runs on a thread of its own (not the executor), at its rate, and the
+    round trip state -> answer is measured at the plant; a reset starts the record again."""
+    spinner, ns = ros
+    client = spinner.add(client_node(context, ns))
+    controller = Controller(client, ur5)
+    sim = start_simulator(context, spinner, ns, lockstep=False, rate=500.0, thread_priority=1)
+    assert sim.stepper is not None and sim.stepper._thread.is_alive()
+    wait_until(lambda: controller.answers() >= 50, "50 answers")
+    ticks, started = sim.stepper.ticks, time.monotonic()
+    time.sleep(1.0)
+    rate = (sim.stepper.ticks - ticks) / (time.monotonic() - started)
+    assert 400.0 < rate < 510.0, rate  # 500 Hz, less what a busy test machine skips (counted as overruns)
+    values = dict(sim.diagnostic_values())
+    assert values["scheduler"] in ("SCHED_FIFO 1", sim.stepper.scheduler) and (
+        values["scheduler"] == "SCHED_FIFO 1" or "refused" in values["scheduler"]
+    )
+    count = int(values["command_latency_count"])
+    p50, p99, top = (float(values[f"command_latency_{k}_ms"]) for k in ("p50", "p99", "max"))
+    assert count >= 50 and 0.0 < p50 <= p99 <= top < 1000.0, values
+    assert int(values["overruns"]) >= 0
+    # a reset clears the record
+    reset = client.create_client(rd_interfaces().ResetSimulation, "reset_simulation")
+    assert reset.wait_for_service(timeout_sec=10.0)
+    future = reset.call_async(rd_interfaces().ResetSimulation.Request())
+    wait_until(future.done, "the reset")
+    assert future.result().success and sim.latency.count < count
+    assert sim.stepper.stop() and not sim.stepper._thread.is_alive()  # destroy_node stops it like this
+    time.sleep(0.2)  # the last answers in
+    # only commands that carry a state's stamp are measured
+    from builtin_interfaces.msg import Time
+
+    before = sim.latency.count
+    sim._record_latency(Time())  # a controller that does not stamp
+    sim._record_latency(Time(sec=2**31 - 1))  # one that stamps its own (later) time
+    assert sim.latency.count == before
+
+
+def rd_interfaces() -> Any:
+    from importlib import import_module
+
+    return import_module("robot_dynamics_interfaces.srv")
+
+
 def test_a_reset_in_lockstep_gets_a_stamp_of_its_own(context: Any, ur5: Any) -> None:
     """The reset state is published one period later, so the answer to the state before the reset is
     late (counted, not applied to the reset state); the answer to the reset state steps from it."""
@@ -254,6 +301,8 @@ def test_a_reset_in_lockstep_gets_a_stamp_of_its_own(context: Any, ur5: Any) -> 
         ({"plant_deviations": "SHORT"}, "plant.yaml: damping: 2 values for the 6 joints"),
         ({"plant_deviations": "NEGATIVE"}, "plant.yaml: friction[elbow_joint]: must be >= 0"),
         ({"engine": "bullet"}, "parameter engine must be one of ['model', 'mujoco'], got 'bullet'"),
+        ({"thread_priority": 100}, "thread_priority: must be an integer 0 (normal scheduler) to 99, got 100"),
+        ({"thread_priority": -1}, "thread_priority: must be an integer 0 (normal scheduler) to 99, got -1"),
         ({"engine": "model", "plant_deviations": "SHORT"}, "plant_deviations needs engine 'mujoco'"),
     ],
 )

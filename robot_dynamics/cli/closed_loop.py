@@ -7,7 +7,7 @@
       [--duration S] [--segment S] [--reach R] [--start Q ...] [--seed N]
       [--excitation-duration S] [--harmonics K] [--excitation-option ARG ...] [--friction LAW]
       [--identify-option ARG ...]
-      [--cases A,B,B-exact,C,D] [--realtime] [--no-limit-efforts] [--domain-id N] [--json]
+      [--cases A,B,B-exact,C,D] [--realtime] [--thread-priority P] [--no-limit-efforts] [--domain-id N] [--json]
 
 Runs the cases of :mod:`robot_dynamics.experiment` with :mod:`robot_dynamics.ros.closed_loop` (the
 simulator and the feed-forward node in processes of their own over DDS, lock-step simulated time) and
@@ -94,6 +94,14 @@ def register(sub: Any) -> None:
         action="store_true",
         help="also run B in real time (no lock-step): the loop's rate and the joint state -> command latency",
     )
+    p.add_argument(
+        "--thread-priority",
+        type=int,
+        default=50,
+        metavar="P",
+        help="real time: SCHED_FIFO priority 1-99 of the simulator's stepping thread, 0 = the normal scheduler "
+        "(%(default)s; without the right to it, the normal scheduler and a warning in the simulator's log)",
+    )
     p.add_argument("--no-limit-efforts", dest="limit_efforts", action="store_false", help="do not clamp the command")
     p.add_argument("--domain-id", type=int, metavar="N", help="ROS_DOMAIN_ID (default: a free one reserved)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -127,6 +135,8 @@ def run_closed_loop(args: argparse.Namespace) -> int:
         raise RobotDynamicsError(f"--inertia-floor must be in [0, 1], got {args.inertia_floor}")
     if args.harmonics < 1:
         raise RobotDynamicsError(f"--harmonics must be >= 1, got {args.harmonics}")
+    if not 0 <= args.thread_priority <= 99:
+        raise RobotDynamicsError(f"--thread-priority must be 0 (normal scheduler) to 99, got {args.thread_priority}")
     for option in ("kp", "kd"):
         error = gains_error(getattr(args, option), model.dof)
         if error:
@@ -173,6 +183,7 @@ def run_closed_loop(args: argparse.Namespace) -> int:
         identify_options=args.identify_option,
         cases=parse_cases(args.cases),
         realtime=args.realtime,
+        thread_priority=args.thread_priority,
         limit_efforts=args.limit_efforts,
         domain_id=args.domain_id,
     )

@@ -12,7 +12,9 @@
 * Real time: the loop's rate (joint states per second of their stamps), the gaps between them, joint
   states left without an answer, and the latency from a state's stamp (the simulator's clock when it
   published it) to the arrival of the command answering it (stamped alike) at the experiment's
-  recorder, on the same clock.
+  recorder, on the same clock; and the same latency where the loop closes, at the plant (the
+  simulator's ``command_latency`` diagnostics since the case's reset, :func:`plant_timing`), with the
+  periods its stepping loop skipped. The recorder's figure adds its own process's delay to the loop's.
 * Near velocity reversals and elsewhere (:func:`reversal_split`): the position error over the joint
   samples whose desired speed is below :data:`REVERSAL_SPEED` and over the others — where friction is
   least a law of velocity (MuJoCo's friction loss is a soft constraint there) and an identified model
@@ -160,6 +162,21 @@ def timing(
     }
 
 
+def plant_timing(diagnostics: Mapping[str, str]) -> dict[str, Any]:
+    """The simulator's real-time diagnostics (:mod:`robot_dynamics.ros.realtime`): the command latency at
+    the plant (ms) and the periods its loop skipped."""
+
+    def number(key: str) -> float | None:
+        value = diagnostics.get(key, "")
+        return float(value) if value else None
+
+    return {
+        "latency_ms": {k: number(f"command_latency_{k}_ms") for k in ("p50", "p99", "max")},
+        "commands": int(diagnostics.get("command_latency_count", "0")),
+        "overruns": int(diagnostics.get("overruns", "0")),
+    }
+
+
 # ------------------------------------------------------------------------------------------------
 # summary, markdown, plot
 # ------------------------------------------------------------------------------------------------
@@ -279,13 +296,18 @@ def markdown(summary: Mapping[str, Any]) -> str:
             "",
             "## Real time (no lock-step)",
             "",
-            "| run | rate | gap p99 | latency p50 | p99 | max | unanswered |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "Latency: a joint state's stamp to the arrival of the command answering it, at the plant (where the "
+            "loop closes) and at the experiment's recorder (its own delay added).",
+            "",
+            "| run | rate | gap p99 | at the plant p50 | p99 | max | at the recorder p50 | p99 | max "
+            "| unanswered | loop overruns |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for key, r in realtime.items():
-            lat = r["latency_ms"]
-            cells = [f"{r['rate_hz']:.1f} Hz", *(f"{_g(v)} ms" for v in (r["gap_p99_ms"], *lat.values()))]
-            lines.append(f"| {key} | " + " | ".join(cells) + f" | {r['unanswered']} |")
+            plant = r.get("at_plant", {"latency_ms": {"p50": None, "p99": None, "max": None}, "overruns": "–"})
+            lat = [*plant["latency_ms"].values(), *r["latency_ms"].values()]
+            cells = [f"{r['rate_hz']:.1f} Hz", *(f"{_g(v)} ms" for v in (r["gap_p99_ms"], *lat))]
+            lines.append(f"| {key} | " + " | ".join(cells) + f" | {r['unanswered']} | {plant['overruns']} |")
     if summary["parameters"]:
         has_id = "identified" in summary["parameters"][0]
         lines += ["", "## Parameters: stock file, plant (what MuJoCo simulates), identified", ""]

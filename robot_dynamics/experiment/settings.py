@@ -63,6 +63,7 @@ class Settings:
     identify_options: Sequence[str] = ()
     cases: Sequence[str] = tuple(CASES)
     realtime: bool = False
+    thread_priority: int = 50  # real time: the simulator's stepping thread under SCHED_FIFO (0 = normal)
     lead: float = 0.5
     limit_efforts: bool = True
     domain_id: int | None = None
@@ -107,6 +108,7 @@ def node_parameters(
         "timestep": s.timestep,
         "rate": s.rate,
         "lockstep": lockstep,
+        "thread_priority": 0 if lockstep else s.thread_priority,
         "initial_position": q0.tolist(),
     }
     controller = {
@@ -164,6 +166,7 @@ def summary_settings(s: Settings, q0: FloatArray, kp: FloatArray, kd: FloatArray
         "harmonics": s.harmonics,
         "cases": list(s.cases),
         "realtime": s.realtime,
+        "thread_priority": s.thread_priority,
         "limit_efforts": s.limit_efforts,
         "lead": s.lead,
     }

@@ -262,6 +262,7 @@ class Experiment:
         run.counters["restarts"] = restarts  # runs started again (the controller tracked late), in the report
         if not lockstep:
             run.realtime = report.timing(states.stamps, commands.stamps, commands.timestamps, self.s.rate)
+            run.realtime["at_plant"] = report.plant_timing(node.diagnostics("simulator_node", after=time.monotonic()))
         self.say(f"    RMS {run.rms:.4g} rad, max {run.max:.4g} rad; {report.describe_counters(run.counters)}")
         return run
 

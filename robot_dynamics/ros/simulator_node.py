@@ -22,8 +22,11 @@ The physics is a :class:`robot_dynamics.plant.Plant` (``engine``: ``model``, the
 forward dynamics, or ``mujoco``, MuJoCo built from the robot file or ``mjcf`` with ``plant_deviations``;
 docs/plant.md). Time:
 
-* real time (default): a wall-clock timer at ``rate`` advances the plant by the elapsed time (at most
-  4 periods when the machine lags) under the held command; ``joint_states`` stamped with the node clock;
+* real time (default): a wall-clock loop at ``rate`` on a thread of its own (:mod:`.realtime`)
+  advances the plant by the elapsed time (at most 4 periods when the machine lags) under the held
+  command; ``joint_states`` stamped with the node clock. Diagnostics: ``overruns`` (periods the loop
+  skipped) and ``command_latency_{p50,p99,max}_ms`` (a state's stamp to the arrival of the command
+  that carries it, since the last reset; ``_count`` of them);
 * ``lockstep``: the simulator is the time source (``/clock``) and steps only when answered
   (:mod:`.lockstep`): publish ``/clock`` = t_k and ``joint_states`` stamped t_k, wait for the command
   that answers it (at most ``lockstep_timeout`` wall seconds, else a **missed command**: the previous
@@ -67,6 +70,7 @@ from robot_dynamics.ros.messages import (
 )
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
+from robot_dynamics.ros.realtime import LatencyRecord, PeriodicThread
 from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_non_negative, check_positive
 from robot_dynamics.ros.simulator_plant import ExternalWrenchInput, declare_plant_parameters, plant_options
 from robot_dynamics.user_input import non_finite_message
@@ -96,6 +100,14 @@ class SimulatorNode(RobotNode):
             "lockstep", False, "simulated time: publish /clock, step when each state is answered", read_only=True
         )
         self.declare("lockstep_timeout", 1.0, "lockstep: wall s to wait for an answer", check=check_positive("s"))
+        self.declare(
+            "thread_priority",
+            0,
+            "real time: SCHED_FIFO priority of the stepping thread, 1-99 (0 = the normal scheduler; needs "
+            "CAP_SYS_NICE or an rtprio limit, else a warning and the normal scheduler)",
+            read_only=True,
+            check=check_priority,
+        )
         self.declare("wait_for_command", True, "hold the start state until the first command", read_only=True)
         self.declare(
             "command_timeout",
@@ -112,6 +124,7 @@ class SimulatorNode(RobotNode):
         if self.engine not in ENGINES:
             raise StartupError(f"parameter engine must be one of {list(ENGINES)}, got {self.engine!r}")
         self.lockstep = bool(self.param("lockstep"))
+        priority = int(self.param("thread_priority"))
         self._next_plant: Plant | None = None
         self.tau: FloatArray = np.zeros(0)  # the command held
         self.applied: FloatArray = np.zeros(0)  # the torque the plant applied last
@@ -122,6 +135,8 @@ class SimulatorNode(RobotNode):
         self.steps = self.step_errors = self.resets = 0
         self.clock = LockstepClock(self.period_ns)
         self._last_tick: float | None = None
+        self.stepper: PeriodicThread | None = None
+        self.latency = LatencyRecord()  # real time: state stamp -> command arrival (.realtime)
         self._index_cache: dict[tuple[str, ...], np.ndarray | str] = {}
         self.payload_switch = PayloadSwitch(self, self._install_payload_model, ModelPlant.warm)
         # The model first (compiling the native backend may take a moment): no message is queued meanwhile.
@@ -135,8 +150,16 @@ class SimulatorNode(RobotNode):
         self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
         if self.lockstep:  # the answers drive the loop; this timer only notices a missing one
             self.create_timer(0.005, self._lockstep_watch, clock=self.steady_clock)
-        else:
-            self.create_timer(self.period, self._tick)
+        else:  # a thread of its own, not an executor timer (.realtime says why)
+            self.stepper = PeriodicThread(
+                self.period,
+                self._tick,
+                lambda exc: self.reject("simulation tick", exc),
+                "simulator-step",
+                priority,
+                self.get_logger().warning,
+            )
+            self.stepper.start()
 
     def _set_friction(self, value: bool) -> None:
         self.friction = bool(value)
@@ -248,7 +271,17 @@ class SimulatorNode(RobotNode):
             return
         if self.lockstep and not self.clock.answers(stamp_to_ns(msg.header.stamp)):
             return
+        if not self.lockstep:
+            self._record_latency(msg.header.stamp)
         self._accept(tau)
+
+    def _record_latency(self, stamp: Any) -> None:
+        """Real time: the round trip of a command that carries its state's stamp (none for a stamp of 0
+        or one from the future: a controller that stamps its own time)."""
+        sent = stamp_to_ns(stamp)
+        latency = self.get_clock().now().nanoseconds - sent
+        if sent > 0 and 0 <= latency < 10**9:
+            self.latency.add(latency)
 
     # -- reset --------------------------------------------------------------------------------------
     def _on_reset(self, request: Any, response: Any) -> Any:
@@ -264,15 +297,17 @@ class SimulatorNode(RobotNode):
             response.success, response.message = False, one_line(exc)
             self.reject("reset_simulation", exc)
             return response
-        plant.reset(a["position"] if len(request.position) else self.start_q.copy(), a["velocity"])
-        self.tau, self.applied = np.zeros(model.dof), np.zeros(model.dof)
-        self.commanded = False
-        self._last_tick = None
-        self.resets += 1
-        response.success, response.message = True, f"reset to q = {plant.q.tolist()}"
-        if self.lockstep:  # the reset state gets a stamp of its own: an answer to the state before is late
-            self.clock.step(answered=True)
-        self._publish()
+        with self._model_lock:  # real time: not in the middle of the stepper's tick
+            plant.reset(a["position"] if len(request.position) else self.start_q.copy(), a["velocity"])
+            self.tau, self.applied = np.zeros(model.dof), np.zeros(model.dof)
+            self.commanded = False
+            self._last_tick = None
+            self.resets += 1
+            self.latency.clear()
+            response.success, response.message = True, f"reset to q = {plant.q.tolist()}"
+            if self.lockstep:  # the reset state gets a stamp of its own: an answer to the state before is late
+                self.clock.step(answered=True)
+            self._publish()
         return response
 
     # -- stepping -----------------------------------------------------------------------------------
@@ -301,14 +336,25 @@ class SimulatorNode(RobotNode):
         self.stats.record_compute(time.perf_counter() - t0)
 
     def _tick(self) -> None:
-        """Real time: advance by the elapsed wall time, publish."""
-        if self.plant is None:
+        """Real time (the stepper's thread): advance by the elapsed wall time, publish."""
+        if not self.context.ok():  # rclpy shut down under a node nobody destroyed
+            assert self.stepper is not None
+            self.stepper.stop()
             return
-        now = time.monotonic()
-        last, self._last_tick = self._last_tick, now
-        if (self.commanded or not self.param("wait_for_command")) and last is not None:
-            self._advance(min(now - last, 4.0 * self.period))
-        self._publish()
+        with self._model_lock:  # against a reset, a payload swap or a new model from the executor
+            if self.plant is None:
+                return
+            now = time.monotonic()
+            last, self._last_tick = self._last_tick, now
+            if (self.commanded or not self.param("wait_for_command")) and last is not None:
+                self._advance(min(now - last, 4.0 * self.period))
+            self._publish()
+
+    def destroy_node(self) -> None:
+        stepper = getattr(self, "stepper", None)  # None: a start-up error came before it
+        if stepper is not None:
+            stepper.stop()
+        super().destroy_node()
 
     def _step_and_publish(self, answered: bool) -> None:
         """Lockstep: step one period, advance the clock, publish the next state."""
@@ -367,7 +413,19 @@ class SimulatorNode(RobotNode):
             values += [(f"clamped[{names[i]}]", str(int(c))) for i, c in enumerate(plant.clamped_joints) if c]
         if self.lockstep:
             values += self.clock.diagnostic_values()
+        if self.stepper is not None:
+            values += [
+                ("scheduler", self.stepper.scheduler),
+                ("overruns", str(self.stepper.overruns)),
+                *self.latency.diagnostic_values("command_latency"),
+            ]
         return [*values, *self.wrench_input.diagnostic_values(), *self.payload_switch.diagnostic_values()]
+
+
+def check_priority(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 99:
+        return f"must be an integer 0 (normal scheduler) to 99, got {value!r}"
+    return None
 
 
 def main(args: list[str] | None = None) -> int:

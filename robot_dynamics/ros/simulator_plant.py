@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import bisect
+import threading
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,7 @@ class ExternalWrenchInput:
         self.node = node
         self._queue: list[tuple[int, int, FloatArray]] = []  # (stamp ns, arrival, wrench), by stamp
         self._arrivals = 0
+        self._lock = threading.Lock()  # real time: arrivals on the executor, steps on the stepper's thread
         self.current: FloatArray = np.zeros(6)
         node.create_subscription(WrenchStamped, "~/external_wrench", self._on_wrench, DATA_QOS)
 
@@ -71,17 +73,19 @@ class ExternalWrenchInput:
         if not np.isfinite(wrench).all():
             self.node.reject("external_wrench", f"non-finite values {wrench.tolist()}")
             return
-        self._arrivals += 1
-        bisect.insort(self._queue, (stamp_to_ns(msg.header.stamp), self._arrivals, wrench))
+        with self._lock:
+            self._arrivals += 1
+            bisect.insort(self._queue, (stamp_to_ns(msg.header.stamp), self._arrivals, wrench))
 
     def due(self, now_ns: int) -> FloatArray | None:
         """The wrench to hold from a step starting at ``now_ns`` when it changes, else None."""
-        if not self._queue or self._queue[0][0] > now_ns:
-            return None
-        k = bisect.bisect_right(self._queue, (now_ns, self._arrivals + 1))
-        self.current = self._queue[k - 1][2]
-        del self._queue[:k]
-        return self.current
+        with self._lock:
+            if not self._queue or self._queue[0][0] > now_ns:
+                return None
+            k = bisect.bisect_right(self._queue, (now_ns, self._arrivals + 1))
+            self.current = self._queue[k - 1][2]
+            del self._queue[:k]
+            return self.current
 
     def diagnostic_values(self) -> list[tuple[str, str]]:
         return [("external_wrench", " ".join(f"{v:.6g}" for v in self.current))]

@@ -1,0 +1,133 @@
+"""Real time in the simulator: its stepping loop, and the loop latency as the plant sees it.
+
+:class:`PeriodicThread`: a wall-clock loop on a thread of its own, ``tick()`` once per period at
+absolute deadlines.
+
+Why not an rclpy timer: a timer runs in the node's executor, between its message callbacks. At 1 kHz
+Python's executor spends more time choosing the next callback (rebuilding its wait set over every
+subscription, service and timer of the node) than the plant spends stepping, and a tick waits behind
+whatever callback is running. On a 2-core machine with the controller beside it, the simulator then
+kept ~890 of 1000 ticks a second. Here a thread sleeps to the next deadline (absolute: the rate does
+not drift with the tick's own duration), runs the tick, and goes on; the executor only handles the
+messages.
+
+A tick that starts more than a whole period late skips the deadlines it missed (counted in
+``overruns``) instead of running them back to back: the tick itself advances by the elapsed time.
+
+:class:`LatencyRecord`: the joint state → command latency of the loop, measured where it matters, at the
+plant: a controller's command carries the stamp of the state it answers (the feed-forward node copies
+it), so its arrival time minus that stamp is the whole round trip (state written, read by the
+controller, computed, command written, read here), on the one clock of this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+
+class PeriodicThread:
+    """``tick()`` every ``period`` s on a daemon thread until :meth:`stop`; ``on_error(exc)`` is told
+    of an exception a tick raised (the loop goes on).
+
+    ``priority`` > 0 runs the thread under Linux's ``SCHED_FIFO`` at that priority (1–99), as
+    ros2_control's controller manager runs its loop: on a busy machine the tick then comes when it is
+    due instead of when the scheduler gets round to it. It needs the right to (``CAP_SYS_NICE``, or an
+    ``rtprio`` limit in /etc/security/limits.conf); without it ``warn`` is told why and the thread runs
+    under the normal scheduler. ``scheduler`` says which it got.
+    """
+
+    def __init__(
+        self,
+        period: float,
+        tick: Callable[[], None],
+        on_error: Callable[[Exception], None],
+        name: str,
+        priority: int = 0,
+        warn: Callable[[str], object] = print,
+    ) -> None:
+        if not period > 0.0:
+            raise ValueError(f"period must be positive, got {period}")
+        if not 0 <= priority <= 99:
+            raise ValueError(f"priority must be 0 (normal scheduler) to 99, got {priority}")
+        self.period, self.priority, self._warn = period, priority, warn
+        self.scheduler = "normal"
+        self.ticks = 0
+        self.overruns = 0  # deadlines skipped because a tick started more than a period late
+        self.errors = 0
+        self._tick, self._on_error = tick, on_error
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> bool:
+        """Stop after the current tick; whether the thread ended within ``timeout``."""
+        self._stopping = True
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _raise_priority(self) -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.priority))  # 0: this thread
+        except (OSError, AttributeError) as exc:  # AttributeError: not Linux
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.scheduler = f"normal (SCHED_FIFO {self.priority} refused: {reason})"
+            self._warn(f"stepping thread: SCHED_FIFO priority {self.priority} refused ({reason}); normal scheduler")
+        else:
+            self.scheduler = f"SCHED_FIFO {self.priority}"
+
+    def _run(self) -> None:
+        if self.priority:
+            self._raise_priority()
+        period = self.period
+        deadline = time.monotonic()
+        while not self._stopping:
+            deadline += period
+            delay = deadline - time.monotonic()
+            if delay > 0.0:
+                time.sleep(delay)  # at most one period: a stop request waits no longer than that
+            elif delay < -period:
+                skipped = int(-delay // period)
+                self.overruns += skipped
+                deadline += skipped * period
+            if self._stopping:
+                break
+            try:
+                self._tick()
+            except Exception as exc:
+                self.errors += 1
+                self._on_error(exc)
+            self.ticks += 1
+
+
+class LatencyRecord:
+    """Latencies (ns) since the last :meth:`clear`, the newest ``capacity`` of them; quantiles in ms."""
+
+    def __init__(self, capacity: int = 1 << 17) -> None:
+        self._values = np.zeros(capacity, dtype=np.int64)
+        self.count = 0  # since clear (may exceed capacity: the oldest are overwritten)
+
+    def clear(self) -> None:
+        self.count = 0
+
+    def add(self, latency_ns: int) -> None:
+        self._values[self.count % self._values.size] = latency_ns
+        self.count += 1
+
+    def diagnostic_values(self, prefix: str) -> list[tuple[str, str]]:
+        """``prefix_p50_ms``, ``_p99_ms``, ``_max_ms`` (empty before the first) and ``_count``."""
+        ms = self._values[: min(self.count, self._values.size)] * 1e-6
+        if ms.size:
+            p50, p99 = np.percentile(ms, (50.0, 99.0))
+            figures = {"p50": f"{p50:.3f}", "p99": f"{p99:.3f}", "max": f"{ms.max():.3f}"}
+        else:
+            figures = dict.fromkeys(("p50", "p99", "max"), "")
+        cells = [(f"{prefix}_{k}_ms", v) for k, v in figures.items()]
+        return [*cells, (f"{prefix}_count", str(self.count))]
