@@ -61,7 +61,7 @@ from robot_dynamics.errors import StateError
 from robot_dynamics.feedforward import FRICTION_VELOCITY_CHOICES, FeedforwardLaw, TrajectorySchedule
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.ros.control_parameters import ControlParameters
-from robot_dynamics.ros.intake import AgeWindow, SequenceGaps
+from robot_dynamics.ros.intake import SequenceGaps
 from robot_dynamics.ros.messages import (
     DATA_QOS,
     QOS_CHOICES,
@@ -76,6 +76,7 @@ from robot_dynamics.ros.messages import (
 from robot_dynamics.ros.messages import JointStateMatcher as _Matcher
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
+from robot_dynamics.ros.realtime import LatencyRecord
 from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_choice
 from robot_dynamics.ros.serialized import SerializedTemplate
 from robot_dynamics.trajectory import JointTrajectorySampler
@@ -133,7 +134,7 @@ class FeedforwardNode(RobotNode):
             else None
         )
         self.intake = SequenceGaps()
-        self.state_ages = AgeWindow()
+        self.state_ages = LatencyRecord(4096)  # over one diagnostics period
         self.create_subscription(
             JointState, "joint_states", self._on_joint_state_info, qos_from_name(str(self.param("joint_states_qos")))
         )
@@ -227,7 +228,7 @@ class FeedforwardNode(RobotNode):
         published = self.stats.published
         self._on_joint_state(msg)
         if self.stats.published != published:
-            self.state_ages.record(time.time_ns() - int(info["source_timestamp"]))
+            self.state_ages.add(time.time_ns() - int(info["source_timestamp"]))
 
     def _on_joint_state(self, msg: JointState) -> None:
         t0 = time.perf_counter()
@@ -298,13 +299,19 @@ class FeedforwardNode(RobotNode):
                 efforts_pub.publish(out)
         return written
 
+    def _state_age_values(self) -> list[tuple[str, str]]:
+        """``state_age_{mean,p99,max}_us`` over the diagnostics period (then cleared)."""
+        figures = self.state_ages.figures(1e3)
+        self.state_ages.clear()
+        return [(f"state_age_{k}_us", f"{figures[k]:.1f}") for k in ("mean", "p99", "max") if figures]
+
     def diagnostic_level(self) -> tuple[bytes, str] | None:
         return self.control.diagnostic_level()
 
     def diagnostic_values(self) -> list[tuple[str, str]]:
         return [
             ("joint_states_skipped", str(self.intake.skipped)),
-            *((key, f"{value:.1f}") for key, value in self.state_ages.summary().items()),
+            *self._state_age_values(),
             ("mode", "tracking" if self.schedule.active is not None else "holding"),
             ("friction", str(self.friction).lower()),
             ("smooth_friction", str(self.smooth).lower()),

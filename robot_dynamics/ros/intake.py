@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 
 class SequenceGaps:
     """Counts the samples a subscription never delivered, per publisher, from their publication
@@ -45,26 +43,3 @@ class SequenceGaps:
         gap = seq - last - 1
         self.skipped += gap
         return gap
-
-
-class AgeWindow:
-    """Ages of the answered states (ns in, µs out) over a diagnostics period: mean, p99, max."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self._ages = np.zeros(size)
-        self._count = 0
-
-    def record(self, age_ns: int) -> None:
-        self._ages[self._count % self._ages.size] = age_ns * 1e-3
-        self._count += 1
-
-    def summary(self) -> dict[str, float]:
-        ages = self._ages[: min(self._count, self._ages.size)]
-        self._count = 0
-        if ages.size == 0:
-            return {}
-        return {
-            "state_age_mean_us": float(ages.mean()),
-            "state_age_p99_us": float(np.percentile(ages, 99)),
-            "state_age_max_us": float(ages.max()),
-        }

@@ -14,10 +14,12 @@ messages.
 A tick that starts more than a whole period late skips the deadlines it missed (counted in
 ``overruns``) instead of running them back to back: the tick itself advances by the elapsed time.
 
-:class:`LatencyRecord`: the joint state → command latency of the loop, measured where it matters, at the
-plant: a controller's command carries the stamp of the state it answers (the feed-forward node copies
-it), so its arrival time minus that stamp is the whole round trip (state written, read by the
-controller, computed, command written, read here), on the one clock of this machine.
+:class:`LatencyRecord`: latencies and their quantiles. The simulator keeps the joint state → command
+latency of the loop in one, measured where it matters, at the plant: a controller's command carries
+the stamp of the state it answers (the feed-forward node copies it), so its arrival time minus that
+stamp is the whole round trip (state written, read by the controller, computed, command written, read
+here), on the one clock of this machine. (The feed-forward node keeps the ages of the states it
+answers in another: the first half of that trip.)
 """
 
 from __future__ import annotations
@@ -108,7 +110,9 @@ class PeriodicThread:
 
 
 class LatencyRecord:
-    """Latencies (ns) since the last :meth:`clear`, the newest ``capacity`` of them; quantiles in ms."""
+    """Latencies (ns) since the last :meth:`clear`, the newest ``capacity`` of them: their mean, median,
+    99th percentile and maximum. The simulator keeps its command latency from one reset to the next,
+    the feed-forward node the ages of the states it answered over one diagnostics period."""
 
     def __init__(self, capacity: int = 1 << 17) -> None:
         self._values = np.zeros(capacity, dtype=np.int64)
@@ -121,13 +125,16 @@ class LatencyRecord:
         self._values[self.count % self._values.size] = latency_ns
         self.count += 1
 
+    def figures(self, unit_ns: float) -> dict[str, float]:
+        """``mean``, ``p50``, ``p99``, ``max`` in units of ``unit_ns`` ns ({} before the first)."""
+        values = self._values[: min(self.count, self._values.size)] / unit_ns
+        if not values.size:
+            return {}
+        p50, p99 = np.percentile(values, (50.0, 99.0))
+        return {"mean": float(values.mean()), "p50": float(p50), "p99": float(p99), "max": float(values.max())}
+
     def diagnostic_values(self, prefix: str) -> list[tuple[str, str]]:
         """``prefix_p50_ms``, ``_p99_ms``, ``_max_ms`` (empty before the first) and ``_count``."""
-        ms = self._values[: min(self.count, self._values.size)] * 1e-6
-        if ms.size:
-            p50, p99 = np.percentile(ms, (50.0, 99.0))
-            figures = {"p50": f"{p50:.3f}", "p99": f"{p99:.3f}", "max": f"{ms.max():.3f}"}
-        else:
-            figures = dict.fromkeys(("p50", "p99", "max"), "")
-        cells = [(f"{prefix}_{k}_ms", v) for k, v in figures.items()]
+        figures = self.figures(1e6)
+        cells = [(f"{prefix}_{k}_ms", f"{figures[k]:.3f}" if figures else "") for k in ("p50", "p99", "max")]
         return [*cells, (f"{prefix}_count", str(self.count))]
