@@ -82,7 +82,7 @@ def test_deployed_model_is_the_fitted_model(tmp_path: Path) -> None:
     truth = perturbed_model(scara, seed=2)
     rec = record(truth, 3.0, 250.0, seed=3, offset=_offset(3), effort_noise=0.05)
     bag = write_bag(tmp_path / "scara", rec, truth.joint_names)
-    result = identify(str(bag), scara, jobs=1)
+    result = identify(str(bag), scara, jobs=1, reversals=False)
     assert result.identified is not None and result.fit.method == "consistent"
     loaded = rd.load_robot(str(write_model(tmp_path / "identified.yaml", result)))
     q, qd, qdd = (np.random.default_rng(3).uniform(-1, 1, (50, 3)) for _ in range(3))
@@ -92,6 +92,19 @@ def test_deployed_model_is_the_fitted_model(tmp_path: Path) -> None:
         np.testing.assert_allclose(tau, fitted, rtol=0, atol=1e-9 * np.abs(fitted).max())
     for joint in result.identified.joints:
         assert physical_problem(link_parameters(joint.link)) is None
+    # by default each joint's Coulomb width then comes from the slow rows: only the widths differ
+    widened = identify(str(bag), scara, jobs=1)
+    assert widened.reversals is not None and widened.identified is not None
+    np.testing.assert_array_equal(widened.fit.theta, result.fit.theta)
+    expected = widened.reversals.apply(result.identified)
+    assert [j.friction for j in widened.identified.joints] == [j.friction for j in expected.joints]
+    assert rd.load_robot(str(write_model(tmp_path / "widened.yaml", widened))).joints[
+        0
+    ].friction.smoothing_velocity == (
+        widened.reversals.width[0]
+        if widened.reversals.rows[0]
+        else result.identified.joints[0].friction.smoothing_velocity
+    )
 
 
 def test_noisy_estimates_lie_within_their_standard_deviations(puma: RobotModel, truth: RobotModel) -> None:

@@ -4,7 +4,7 @@
       [--holdout 0.3] [--json REPORT.json] [--plot PNG] [--jobs N] [--scheduler ADDRESS]
       [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
       [--friction smooth-coulomb|viscous-coulomb|asymmetric-coulomb|stribeck] [--reversal-velocity V [V ...]]
-      [--window S] [--bounds/--no-bounds] [--compare-friction/--no-compare-friction]
+      [--effort-lag K|auto] [--window S] [--bounds/--no-bounds] [--compare-friction/--no-compare-friction]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
 
 The pipeline is :func:`robot_dynamics.identification.pipeline.identify`. Outputs are written only
@@ -93,6 +93,15 @@ def register(sub: Any) -> None:
         help="rad/s or m/s, one or one per joint: a joint's training rows slower than this are left out "
         "(friction sticks at velocity reversals; default 0.1, 0 keeps every row)",
     )
+    p.add_argument(
+        "--effort-lag",
+        type=_lag,
+        default=0,
+        metavar="K|auto",
+        help="messages between a joint state and the effort that goes with it: a simulator that reports the "
+        "torque it applied over the step into each state has 1 (robot_dynamics' simulator_node, Gazebo); "
+        "auto fits 0, 1 and -1 and keeps the smallest training residual (default 0)",
+    )
     p.add_argument("--payload-only", action="store_true", help="identify only the last link (tool + payload)")
     p.add_argument(
         "--noise",
@@ -115,6 +124,15 @@ def register(sub: Any) -> None:
         help="progress bar over bags on stderr (default: on a terminal)",
     )
     p.set_defaults(func=run_identify)
+
+
+def _lag(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
 
 
 def _format(args: argparse.Namespace) -> str:
@@ -170,6 +188,7 @@ def run_identify(args: argparse.Namespace) -> int:
         provenance=provenance,
         bounded=args.bounds,
         compare_friction=args.compare_friction,
+        effort_lag=args.effort_lag,
         **_law_options(args),
     )
     # everything rendered before anything is written: a failure here leaves no file behind

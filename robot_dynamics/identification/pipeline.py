@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ from .friction_laws import (
 from .parallel import default_jobs, map_tasks
 from .parameters import IdentificationError, ParameterSet
 from .result import Excitation, IdentificationResult, payload_parameter_set
+from .reversals import fit_reversals
 from .samples import (
     REVERSAL_VELOCITY,
     WINDOW_S,
@@ -65,6 +67,7 @@ from .samples import (
     bag_statistics,
     bags_in_spans,
     expand_bags,
+    training_series,
 )
 
 __all__ = ["Excitation", "IdentificationResult", "compare_laws", "fit_statistics", "identify", "robot_geometry"]
@@ -153,6 +156,23 @@ def compare_laws(
     return rows
 
 
+LAGS = (0, 1, -1)  # effort lags (messages) effort_lag="auto" tries
+
+
+def lag_scores(results: Sequence[IdentificationResult]) -> list[float | None]:
+    """Per least-squares fit, its training score ``sqrt(mean_j rms_j^2 / sigma_j^2)``, with the first
+    fit's ``sigma`` for every one. The fits differ only in how effort and state are paired and have the
+    same parameters: the pairing that explains the data leaves the smallest residual. (Not the
+    held-out score: on a short excitation the held-out error is mostly the fit's extrapolation, the
+    same for every pairing; nor a constrained fit's: an active bound would decide.)"""
+    weights = results[0].weights
+    out: list[float | None] = []
+    for r in results:
+        rms = r.rms["identified_train"]
+        out.append(None if rms is None else float(np.sqrt(np.mean(rms**2 * weights))))
+    return out
+
+
 def identify(
     bags: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     robot: str | RobotModel = DEFAULT_ROBOT,
@@ -178,6 +198,8 @@ def identify(
     window: float = WINDOW_S,
     bounded: bool = True,
     geometry: Sequence[FloatArray | None] | None = None,
+    effort_lag: int | str = 0,
+    reversals: bool = True,
 ) -> IdentificationResult:
     """Identify ``robot``'s dynamic parameters from recorded bags (module docstring).
 
@@ -193,7 +215,12 @@ def identify(
     (``result.friction_comparison``; not with ``pset`` or ``payload_only``). ``window``: seconds of the
     Savitzky–Golay differentiation window. ``bounded``/``geometry``: each link's mass kept in a bounding
     ellipsoid of its shapes (:mod:`.bounds`; default geometry: the URDF's, found through ``provenance``
-    or ``robot``; the joint frames where there is none).
+    or ``robot``; the joint frames where there is none). ``effort_lag``: messages between a state and
+    the effort that goes with it (:func:`.samples.lagged`), or ``"auto"``: each of :data:`LAGS` fitted
+    by least squares and the one that leaves the smallest training residual kept (:func:`lag_scores`;
+    ``result.settings.effort_lag``, the scores in ``result.effort_lag_scores``). ``reversals``: each
+    joint's Coulomb width (and the reversal's timing, reported) from the rows below the reversal
+    velocity (:mod:`.reversals`; ``result.reversals``; a tanh Coulomb law only).
     ``provenance``: the robot file and chain options ``robot`` was loaded with, recorded in the model
     file so that the same options load it as a no-op (:mod:`robot_dynamics.models.provenance`).
     ``jobs``/``scheduler``: where the bags are reduced (:mod:`.parallel`; with fewer bags than local
@@ -201,6 +228,8 @@ def identify(
     :class:`IdentificationError` (bags) or :class:`ModelError` (robot).
     """
     clock = time.perf_counter()
+    if effort_lag != "auto" and (isinstance(effort_lag, bool) or not isinstance(effort_lag, int)):
+        raise IdentificationError(f"effort lag must be an integer or 'auto', got {effort_lag!r}")
     model = robot if isinstance(robot, RobotModel) else load_robot(robot)
     items = [bags] if isinstance(bags, (str, os.PathLike)) else list(bags)
     paths = expand_bags([os.fspath(b) for b in items])
@@ -218,18 +247,11 @@ def identify(
             holdout=holdout,
             reversal_velocity=_velocities(reversal_velocity),
             window_s=window,
+            effort_lag=0 if effort_lag == "auto" else effort_lag,  # type: ignore[arg-type]
         )
     if scheduler is not None:  # workers elsewhere: absolute paths (the bags must be readable there)
         paths = [str(Path(path).resolve()) for path in paths]
-    tasks = [BagTask(path, model, superset, settings) for path in paths]
-    if scheduler is None and len(tasks) < (jobs or default_jobs()):
-        # fewer bags than workers: read them here and share their time spans among the workers
-        stats = bags_in_spans(tasks, jobs=jobs, progress=progress)
-    else:
-        stats = map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress)
-    reduced = time.perf_counter()
     options: dict[str, Any] = {
-        "settings": settings,
         "consistent": consistent,
         "noise_std": noise_std,
         "prior_weight": prior_weight,
@@ -240,9 +262,41 @@ def identify(
         "bounded": bounded,
         "geometry": geometry if geometry is not None else robot_geometry(robot, model, provenance),
     }
-    result = fit_statistics(model, pset, stats, friction=friction, **options)
+
+    def reduce(lag_settings: PipelineSettings) -> list[SampleStatistics]:
+        tasks = [BagTask(path, model, superset, lag_settings) for path in paths]
+        if scheduler is None and len(tasks) < (jobs or default_jobs()):
+            # fewer bags than workers: read them here and share their time spans among the workers
+            return bags_in_spans(tasks, jobs=jobs, progress=progress)
+        return list(map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress))
+
+    def fit(stats: list[SampleStatistics], lag_settings: PipelineSettings, **more: Any) -> IdentificationResult:
+        assert pset is not None
+        return fit_statistics(model, pset, stats, friction=friction, **{**options, "settings": lag_settings, **more})
+
+    scores: list[float | None] = []
+    if effort_lag == "auto":  # least squares for each pairing (a constraint must not decide it), then the fit
+        reductions = [reduce(replace(settings, effort_lag=lag)) for lag in LAGS]
+        scores = lag_scores(
+            [
+                fit(st, replace(settings, effort_lag=lag), consistent=False)
+                for lag, st in zip(LAGS, reductions, strict=True)
+            ]
+        )
+        best = int(np.argmin([np.inf if v is None else v for v in scores]))
+        settings, stats = replace(settings, effort_lag=LAGS[best]), reductions[best]
+    else:
+        stats = reduce(settings)
+    result = fit(stats, settings)
+    if reversals and not payload_only and result.identified is not None and pset.coulomb == "tanh":
+        series = [training_series(BagTask(path, model, superset, settings))[1:] for path in paths]
+        result.reversals = fit_reversals(result.identified, series, settings.reversal(model))
+        result.identified = result.reversals.apply(result.identified)
+    result.effort_lag_scores = [{"lag": lag, "score": v} for lag, v in zip(LAGS, scores, strict=True)] if scores else []
+    fit_options = {**options, "settings": settings}
+    reduced = time.perf_counter()
     if laws and compare_friction:
-        result.friction_comparison = compare_laws(model, stats, result, coulomb, options)
+        result.friction_comparison = compare_laws(model, stats, result, coulomb, fit_options)
     result.provenance = provenance
     result.elapsed = {"reduce_s": reduced - clock, **result.elapsed, "total_s": time.perf_counter() - clock}
     return result

@@ -139,6 +139,7 @@ def summary(result: IdentificationResult) -> dict[str, Any]:
         "rms_note": "RMS of model - measured torque [N m or N]; identified includes the estimated offsets; train: "
         "rows at or above the reversal velocity; holdout: every held-out row; holdout_moving: those at or above it",
         "friction": friction_block(result),
+        "effort_lag": effort_lag_block(result),
         "friction_comparison": result.friction_comparison,
         "consistency": consistency(result),
         "plausibility": {"bounded": result.bounded, "links": result.plausibility},
@@ -185,10 +186,21 @@ def friction_block(result: IdentificationResult) -> dict[str, Any]:
     }
     if result.coulomb_widths is not None:
         block["coulomb_width"] = _floats(result.coulomb_widths)
+    if result.reversals is not None:
+        block["reversals"] = result.reversals.as_dict(result.model.joint_names)
     if result.stribeck is not None:
         block["stribeck_velocity"] = _floats(result.stribeck.velocity)
         block["stribeck_excess"] = _floats(result.stribeck.excess)
         block["stribeck_excess_std"] = _floats(result.stribeck.std_excess)
+    return block
+
+
+def effort_lag_block(result: IdentificationResult) -> dict[str, Any]:
+    """The messages between a state and its effort, and (``auto``) each lag's training score."""
+    block: dict[str, Any] = {"lag": result.settings.effort_lag}
+    if result.effort_lag_scores:
+        block["chosen"] = "auto"
+        block["scores"] = result.effort_lag_scores
     return block
 
 
@@ -217,6 +229,7 @@ def metadata(result: IdentificationResult) -> dict[str, Any]:
         "created": result.created,
         "method": result.fit.method,
         "friction": friction_block(result),
+        "effort_lag": effort_lag_block(result),
         "parameter_set": _pset(result),
         "samples": {"train": int(result.train.count), "holdout": int(result.holdout.count) if result.holdout else 0},
         "condition_number": _finite(float(result.fit.condition_number)),
@@ -248,6 +261,10 @@ def friction_table(result: IdentificationResult) -> list[str]:
     return lines
 
 
+def _g(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
 def format_table(result: IdentificationResult) -> str:
     """Per-joint RMS errors (stock vs identified, train and held-out) and the fit's headline."""
     fit = result.fit
@@ -271,6 +288,19 @@ def format_table(result: IdentificationResult) -> str:
             f"{cell('identified_holdout')}{result.noise_std[j]:10.3g}"
         )
     lines += friction_table(result)
+    if result.reversals is not None:
+        band = result.reversals
+        cells = ", ".join(
+            f"{name} {w:.3g} ({lead * 1e3:+.1f} ms)"
+            for name, w, lead, n in zip(result.model.joint_names, band.width, band.lead, band.rows, strict=True)
+            if n > 0
+        )
+        lines.append(f"Coulomb width (reversal timing) from the slow rows: {cells}")
+    if result.effort_lag_scores:
+        scores = ", ".join(f"{d['lag']}: {_g(d['score'])}" for d in result.effort_lag_scores)
+        lines.append(f"effort lag {result.settings.effort_lag} message(s), chosen by training score ({scores})")
+    elif result.settings.effort_lag:
+        lines.append(f"effort lag {result.settings.effort_lag} message(s)")
     lines += [f"warning: {w}" for w in result.warnings]
     if result.payload is not None:
         p = result.payload

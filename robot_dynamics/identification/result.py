@@ -29,6 +29,7 @@ from .parameters import (
     link_parameters,
     physical_problem,
 )
+from .reversals import ReversalFit
 from .samples import PipelineSettings, SampleStatistics
 from .stribeck import StribeckFit
 
@@ -80,6 +81,8 @@ class IdentificationResult:
     ellipsoids: list[Ellipsoid] = field(default_factory=list)  # per link the bound of its mass (.bounds)
     plausibility: list[dict[str, Any]] = field(default_factory=list)  # per link: mass and centre of mass vs bounds
     bounded: bool = False  # the consistent fit kept each link's mass in its bounding ellipsoid
+    effort_lag_scores: list[dict[str, Any]] = field(default_factory=list)  # effort_lag "auto": each lag's score
+    reversals: ReversalFit | None = None  # each joint's Coulomb width from the slow rows (.reversals)
 
     @property
     def names(self) -> tuple[str, ...]:

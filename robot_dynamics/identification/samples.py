@@ -4,7 +4,8 @@ For each bag, independently of every other (so bags can be processed anywhere an
 
 1. read the ``sensor_msgs/JointState`` stream with the project's bag reader
    (:func:`robot_dynamics.bag.read_topics`, :func:`~robot_dynamics.bag.decode_joint_states`)
-   in the model's joint order (``joint_map`` renames bag joints to model joints);
+   in the model's joint order (``joint_map`` renames bag joints to model joints); with an
+   ``effort_lag`` of ``L`` messages, pair each state with the effort ``L`` messages later (:func:`lagged`);
 2. differentiate with the Savitzky–Golay filter on the real stamps
    (:mod:`robot_dynamics.bag.differentiate`): ``qdd`` from the measured velocity (or ``qd`` and ``qdd``
    from the position when the stream has no velocity), and drop ``window // 2`` samples at each end,
@@ -54,6 +55,7 @@ MIN_MOTION = 0.01  # rad or m, peak to peak: less and the joint counts as standi
 REVERSAL_VELOCITY = 0.1  # rad/s or m/s: slower and a joint's training rows are left out (stiction at reversals)
 WINDOW_S = 0.05  # s: Savitzky-Golay window of the identification (half the bag tools' default: less smoothing bias)
 BAG_SUFFIXES = (".mcap", ".db3")
+MAX_LAG = 5  # samples: the largest effort lag accepted (identify --effort-lag)
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class PipelineSettings:
     reversal_velocity: float | tuple[float, ...] = REVERSAL_VELOCITY  # per joint, or one for all
     stribeck_grid: tuple[float, ...] = tuple(float(v) for v in STRIBECK_GRID)  # () = no Stribeck sums
     coulomb_widths: tuple[float, ...] = tuple(float(v) for v in COULOMB_WIDTHS)  # () = no Coulomb-width sums
+    effort_lag: int = 0  # samples: the effort of message k + lag goes with the state of message k (step 1)
 
     def grids(self) -> dict[str, FloatArray]:
         """The column families reduced alongside (:mod:`.columns`) and their grids."""
@@ -97,6 +100,10 @@ class PipelineSettings:
             raise IdentificationError(f"holdout must be in [0, 1), got {self.holdout}")
         if not self.min_motion >= 0.0:
             raise IdentificationError(f"min_motion must be >= 0, got {self.min_motion}")
+        if isinstance(self.effort_lag, bool) or not isinstance(self.effort_lag, int) or abs(self.effort_lag) > MAX_LAG:
+            raise IdentificationError(
+                f"effort lag must be an integer from -{MAX_LAG} to {MAX_LAG}, got {self.effort_lag!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -295,7 +302,21 @@ def _bag_arrays(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray | Non
     _finite_rows(task.path, series)
     assert series.effort is not None
     t = series.times()  # header stamps (receive times if unstamped); checked by the filter
-    return t, series.position, series.velocity, series.effort
+    return lagged(task.settings.effort_lag, t, series.position, series.velocity, series.effort)
+
+
+def lagged(
+    lag: int, t: FloatArray, q: FloatArray, qd: FloatArray | None, tau: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray | None, FloatArray]:
+    """The effort of message ``k + lag`` paired with the state of message ``k`` (the ``|lag|`` messages
+    without a partner dropped). A simulator that reports in each state the torque it applied over the
+    step that led there (this package's ``simulator_node``, Gazebo's effort interface) has lag 1: its
+    torque belongs to the state one message earlier."""
+    if lag == 0:
+        return t, q, qd, tau
+    keep = slice(0, -lag) if lag > 0 else slice(-lag, None)
+    moved = slice(lag, None) if lag > 0 else slice(0, lag)
+    return t[keep], q[keep], None if qd is None else qd[keep], tau[moved]
 
 
 def _named(path: str, exc: BaseException) -> IdentificationError:
@@ -349,9 +370,19 @@ def bags_in_spans(
 def held_out_series(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
     """``t, q, qd, qdd, tau`` of a bag's held-out part exactly as :func:`bag_statistics` uses it (plots);
     the training part when there is no hold-out."""
+    return _part_series(task, holdout=True)
+
+
+def training_series(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """``t, q, qd, qdd, tau`` of a bag's training part, every row (the slow ones too), as
+    :func:`bag_statistics` differentiates it (:mod:`.reversals`)."""
+    return _part_series(task, holdout=False)
+
+
+def _part_series(task: BagTask, holdout: bool) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
     t, q, qd, tau = _bag_arrays(task)
     cut = plan(t, q, task.settings, task.path)
-    rows = cut.holdout if cut.holdout is not None else cut.train
+    rows = cut.holdout if holdout and cut.holdout is not None else cut.train
     (span,) = spans(task.model, task.pset, t, q, qd, tau, rows, cut, rows.stop - rows.start, task.path)
     qd_rows, qdd_rows = derivatives(span)
     return t[rows], q[rows], qd_rows, qdd_rows, tau[rows]

@@ -327,6 +327,7 @@ class Experiment:
                 args = ["identify", str(self.out / "bags" / "excitation"), "--robot", s.robot, *chain_arguments(s)]
                 args += ["--out", str(identified), "--json", str(self.out / "identification.json")]
                 args += ["--plot", str(self.out / "identification.png"), "--friction", s.friction_law]
+                args += ["--effort-lag", "auto"]  # the simulator's effort is the torque of the step into the state
                 args += [*s.identify_options]
                 self._finish(self._command(args, "identify"), "identify")
                 self._session(

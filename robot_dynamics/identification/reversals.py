@@ -1,0 +1,137 @@
+"""How friction reverses: each joint's Coulomb width (and timing) from the rows the fit left out.
+
+The fit uses only the rows where a joint moves faster than its reversal velocity (:mod:`.samples`,
+step 5): there friction is a law of velocity and the parameters are linear. What those rows cannot
+say is how sharply the Coulomb term changes sign at a reversal: ``tanh(qd / w)`` with the default
+``w = 0.01`` rad/s is already saturated at the reversal velocity, so every ``w`` below it fits them
+alike. The feed-forward, though, crosses every reversal, and a width wider than the arm's own
+under-compensates friction over the whole band (half the Coulomb level at ``qd = w / 2``).
+
+So, after the fit, the rows below the reversal velocity are read again and, joint by joint, the width
+``w_j`` that explains them best is chosen on a grid (no wider than a third of the reversal velocity,
+or the fitted width if that is wider, so that the fitted rows keep their friction), with everything
+else the fit found held:
+
+    e_j = tau_j - tau_fit,j(q, qd, qdd) + Fc_j s(qd_j)
+    (w_j, l_j) = argmin sum over the joint's slow rows of (e_j - Fc_j tanh((qd_j + l_j qdd_j) / w_j))^2
+
+``l_j`` (s) is the reversal's timing: a friction that changes sign ahead of the velocity (``l > 0``:
+a physics engine's constraint friction, whose soft constraint drives the velocity to zero with a
+time constant, MuJoCo's ``1 / b``), or behind it (``l < 0``: pre-sliding, the lag of a LuGre-like
+bristle). A width fitted with the timing held at zero widens to hedge the wrong timing; fitted
+together, the width is the reversal's own sharpness. The width goes into the identified model
+(``smoothing_velocity``, used by every node's smooth friction); the timing is reported (the nodes
+evaluate friction at the velocity, without it).
+
+Rows where a joint stands (``|qd| < v_min`` and ``|qdd| < a_min``) say nothing about the width (held
+friction is any torque up to the static level) and are left out; at most :data:`MAX_ROWS` rows per
+joint are used (evenly spaced).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robot_dynamics.dynamics.inverse import inverse_dynamics
+from robot_dynamics.friction.combine import friction_torques
+from robot_dynamics.model import FloatArray, RobotModel
+
+from .friction_laws import with_coulomb_widths
+
+WIDTHS = 0.01 * 2.0 ** np.arange(-5.0, 2.6, 0.25)  # rad/s or m/s: 0.3 mrad/s to 0.057 rad/s
+LEADS = 1e-3 * np.arange(-10.0, 20.5, 1.0)  # s
+MAX_ROWS = 20_000
+STANDING_VELOCITY = 1e-4  # rad/s or m/s
+STANDING_ACCELERATION = 1e-2  # rad/s^2 or m/s^2
+
+
+@dataclass(frozen=True)
+class ReversalFit:
+    """Per joint: the chosen ``width`` and ``lead`` (s), the rows used, the RMS (N m or N) of the slow
+    rows' torque error with the model's width and no lead (``rms_before``) and with the chosen pair."""
+
+    width: FloatArray
+    lead: FloatArray
+    rows: FloatArray
+    rms_before: FloatArray
+    rms_after: FloatArray
+
+    def apply(self, model: RobotModel) -> RobotModel:
+        """``model`` with each joint's Coulomb width set to the chosen one (joints without rows keep theirs)."""
+        current = [j.friction.smoothing_velocity for j in model.joints]
+        return with_coulomb_widths(model, np.where(self.rows > 0, self.width, current))
+
+    def as_dict(self, names: Sequence[str]) -> list[dict[str, float | str]]:
+        return [
+            {
+                "joint": name,
+                "rows": int(self.rows[j]),
+                "width": float(self.width[j]),
+                "lead_s": float(self.lead[j]),
+                "rms_before": float(self.rms_before[j]),
+                "rms_after": float(self.rms_after[j]),
+            }
+            for j, name in enumerate(names)
+        ]
+
+
+def slow_rows(qd: FloatArray, qdd: FloatArray, reversal: FloatArray) -> NDArray[np.bool_]:
+    """``(N, n)`` bool: the rows of each joint below its reversal velocity, standing still excepted."""
+    standing = (np.abs(qd) < STANDING_VELOCITY) & (np.abs(qdd) < STANDING_ACCELERATION)
+    return (np.abs(qd) < reversal) & ~standing
+
+
+def fit_reversals(
+    model: RobotModel,
+    series: Sequence[tuple[FloatArray, FloatArray, FloatArray, FloatArray]],
+    reversal: FloatArray,
+) -> ReversalFit:
+    """The module docstring's search for the fitted ``model`` over ``series`` of ``(q, qd, qdd, tau)``
+    (each ``(N, n)``, the training rows of one data set)."""
+    n = model.dof
+    q, qd, qdd, tau = (np.concatenate([s[k] for s in series]) if series else np.zeros((0, n)) for k in range(4))
+    slow = slow_rows(qd, qdd, reversal)
+    keep = np.flatnonzero(slow.any(axis=1))
+    if keep.size > MAX_ROWS * n:
+        keep = keep[np.linspace(0, keep.size - 1, MAX_ROWS * n).astype(np.intp)]
+    q, qd, qdd, tau, slow = q[keep], qd[keep], qdd[keep], tau[keep], slow[keep]
+    coulomb = np.array([j.friction.coulomb[0] for j in model.joints])
+    viscous = np.array([j.friction.viscous for j in model.joints])
+    widths = np.array([j.friction.smoothing_velocity for j in model.joints])
+    rows = slow.sum(axis=0).astype(float)
+    if not keep.size:
+        zero = np.zeros(n)
+        return ReversalFit(widths, zero, rows, zero, zero)
+    # everything but friction, then friction at a led velocity (its viscous part at the velocity itself)
+    rigid = np.asarray(inverse_dynamics(model, q, qd, qdd, friction=False), dtype=float)
+    measured = tau - rigid
+
+    def error(lead: float, width: FloatArray) -> FloatArray:
+        led = qd + lead * qdd
+        friction = friction_torques(with_coulomb_widths(model, width), led, smooth=True) + viscous * (qd - led)
+        return np.where(slow, measured - friction, 0.0)
+
+    before = error(0.0, widths)
+    best_cost = np.sum(before**2, axis=0)
+    best_width: FloatArray = widths.copy()
+    best_lead: FloatArray = np.zeros(n)
+    widest = np.maximum(widths, reversal / 3.0)  # tanh(3) = 0.995: the fitted rows do not see a width below this
+    for lead in LEADS:
+        for w in WIDTHS:
+            cost = np.sum(error(float(lead), np.full(n, w)) ** 2, axis=0)
+            better = (cost < best_cost) & (coulomb > 0.0) & (w <= widest)
+            best_cost = np.where(better, cost, best_cost)
+            best_width = np.where(better, w, best_width).astype(float)
+            best_lead = np.where(better, lead, best_lead).astype(float)
+    safe = np.maximum(rows, 1.0)
+    return ReversalFit(
+        best_width,
+        best_lead,
+        rows,
+        np.sqrt(np.sum(before**2, axis=0) / safe),
+        np.sqrt(best_cost / safe),
+    )
