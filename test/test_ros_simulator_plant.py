@@ -212,14 +212,14 @@ def test_real_time_keeps_its_rate_on_a_thread_and_measures_the_loop_latency(
     client = spinner.add(client_node(context, ns))
     controller = Controller(client, ur5)
     sim = start_simulator(context, spinner, ns, lockstep=False, rate=500.0, thread_priority=1)
-    assert sim.stepper is not None and sim.stepper._thread.is_alive()
+    assert sim.realtime.stepper is not None and sim.realtime.stepper._thread.is_alive()
     wait_until(lambda: controller.answers() >= 50, "50 answers")
-    ticks, started = sim.stepper.ticks, time.monotonic()
+    ticks, started = sim.realtime.stepper.ticks, time.monotonic()
     time.sleep(1.0)
-    rate = (sim.stepper.ticks - ticks) / (time.monotonic() - started)
+    rate = (sim.realtime.stepper.ticks - ticks) / (time.monotonic() - started)
     assert 400.0 < rate < 510.0, rate  # 500 Hz, less what a busy test machine skips (counted as overruns)
     values = dict(sim.diagnostic_values())
-    assert values["scheduler"] in ("SCHED_FIFO 1", sim.stepper.scheduler) and (
+    assert values["scheduler"] in ("SCHED_FIFO 1", sim.realtime.stepper.scheduler) and (
         values["scheduler"] == "SCHED_FIFO 1" or "refused" in values["scheduler"]
     )
     count = int(values["command_latency_count"])
@@ -231,16 +231,18 @@ def test_real_time_keeps_its_rate_on_a_thread_and_measures_the_loop_latency(
     assert reset.wait_for_service(timeout_sec=10.0)
     future = reset.call_async(rd_interfaces().ResetSimulation.Request())
     wait_until(future.done, "the reset")
-    assert future.result().success and sim.latency.count < count
-    assert sim.stepper.stop() and not sim.stepper._thread.is_alive()  # destroy_node stops it like this
+    assert future.result().success and sim.realtime.latency.count < count
+    assert (
+        sim.realtime.stepper.stop() and not sim.realtime.stepper._thread.is_alive()
+    )  # destroy_node stops it like this
     time.sleep(0.2)  # the last answers in
     # only commands that carry a state's stamp are measured
     from builtin_interfaces.msg import Time
 
-    before = sim.latency.count
-    sim._record_latency(Time())  # a controller that does not stamp
-    sim._record_latency(Time(sec=2**31 - 1))  # one that stamps its own (later) time
-    assert sim.latency.count == before
+    before = sim.realtime.latency.count
+    sim.realtime.record(Time())  # a controller that does not stamp
+    sim.realtime.record(Time(sec=2**31 - 1))  # one that stamps its own (later) time
+    assert sim.realtime.latency.count == before
 
 
 def rd_interfaces() -> Any:

@@ -1,5 +1,8 @@
 """Real time in the simulator: its stepping loop, and the loop latency as the plant sees it.
 
+:class:`RealTimeStepping`: the simulator node's real-time part (its ``thread_priority`` parameter,
+the stepping thread, the command latency and their diagnostics), built from the two below.
+
 :class:`PeriodicThread`: a wall-clock loop on a thread of its own, ``tick()`` once per period at
 absolute deadlines.
 
@@ -28,8 +31,11 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+from robot_dynamics.ros.messages import stamp_to_ns
 
 
 class PeriodicThread:
@@ -138,3 +144,57 @@ class LatencyRecord:
         figures = self.figures(1e6)
         cells = [(f"{prefix}_{k}_ms", f"{figures[k]:.3f}" if figures else "") for k in ("p50", "p99", "max")]
         return [*cells, (f"{prefix}_count", str(self.count))]
+
+
+def check_priority(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 99:
+        return f"must be an integer 0 (normal scheduler) to 99, got {value!r}"
+    return None
+
+
+class RealTimeStepping:
+    """The simulator node's real-time part (module docstring). ``node`` is a ``RobotNode``; the
+    parameter is declared in either mode, the thread started only by :meth:`start` (real time)."""
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        node.declare(
+            "thread_priority",
+            0,
+            "real time: SCHED_FIFO priority of the stepping thread, 1-99 (0 = the normal scheduler; needs "
+            "CAP_SYS_NICE or an rtprio limit, else a warning and the normal scheduler)",
+            read_only=True,
+            check=check_priority,
+        )
+        self.latency = LatencyRecord()  # state stamp -> command arrival, since the last reset
+        self.stepper: PeriodicThread | None = None
+
+    def start(self, period: float, tick: Callable[[], None]) -> None:
+        node = self.node
+        self.stepper = PeriodicThread(
+            period,
+            tick,
+            lambda exc: node.reject("simulation tick", exc),
+            "simulator-step",
+            int(node.param("thread_priority")),
+            node.get_logger().warning,
+        )
+        self.stepper.start()
+
+    def stop(self) -> None:
+        if self.stepper is not None:
+            self.stepper.stop()
+
+    def record(self, stamp: Any) -> None:
+        """The round trip of a command that carries its state's stamp (none for a stamp of 0 or one
+        from the future: a controller that stamps its own time)."""
+        sent = stamp_to_ns(stamp)
+        latency = self.node.get_clock().now().nanoseconds - sent
+        if sent > 0 and 0 <= latency < 10**9:
+            self.latency.add(latency)
+
+    def diagnostic_values(self) -> list[tuple[str, str]]:
+        if self.stepper is None:
+            return []
+        head = [("scheduler", self.stepper.scheduler), ("overruns", str(self.stepper.overruns))]
+        return head + self.latency.diagnostic_values("command_latency")

@@ -70,7 +70,7 @@ from robot_dynamics.ros.messages import (
 )
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
-from robot_dynamics.ros.realtime import LatencyRecord, PeriodicThread
+from robot_dynamics.ros.realtime import RealTimeStepping
 from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_non_negative, check_positive
 from robot_dynamics.ros.simulator_plant import ExternalWrenchInput, declare_plant_parameters, plant_options
 from robot_dynamics.user_input import non_finite_message
@@ -100,14 +100,7 @@ class SimulatorNode(RobotNode):
             "lockstep", False, "simulated time: publish /clock, step when each state is answered", read_only=True
         )
         self.declare("lockstep_timeout", 1.0, "lockstep: wall s to wait for an answer", check=check_positive("s"))
-        self.declare(
-            "thread_priority",
-            0,
-            "real time: SCHED_FIFO priority of the stepping thread, 1-99 (0 = the normal scheduler; needs "
-            "CAP_SYS_NICE or an rtprio limit, else a warning and the normal scheduler)",
-            read_only=True,
-            check=check_priority,
-        )
+        self.realtime = RealTimeStepping(self)  # thread_priority; the stepping thread (real time)
         self.declare("wait_for_command", True, "hold the start state until the first command", read_only=True)
         self.declare(
             "command_timeout",
@@ -124,7 +117,6 @@ class SimulatorNode(RobotNode):
         if self.engine not in ENGINES:
             raise StartupError(f"parameter engine must be one of {list(ENGINES)}, got {self.engine!r}")
         self.lockstep = bool(self.param("lockstep"))
-        priority = int(self.param("thread_priority"))
         self._next_plant: Plant | None = None
         self.tau: FloatArray = np.zeros(0)  # the command held
         self.applied: FloatArray = np.zeros(0)  # the torque the plant applied last
@@ -135,8 +127,6 @@ class SimulatorNode(RobotNode):
         self.steps = self.step_errors = self.resets = 0
         self.clock = LockstepClock(self.period_ns)
         self._last_tick: float | None = None
-        self.stepper: PeriodicThread | None = None
-        self.latency = LatencyRecord()  # real time: state stamp -> command arrival (.realtime)
         self._index_cache: dict[tuple[str, ...], np.ndarray | str] = {}
         self.payload_switch = PayloadSwitch(self, self._install_payload_model, ModelPlant.warm)
         # The model first (compiling the native backend may take a moment): no message is queued meanwhile.
@@ -151,15 +141,7 @@ class SimulatorNode(RobotNode):
         if self.lockstep:  # the answers drive the loop; this timer only notices a missing one
             self.create_timer(0.005, self._lockstep_watch, clock=self.steady_clock)
         else:  # a thread of its own, not an executor timer (.realtime says why)
-            self.stepper = PeriodicThread(
-                self.period,
-                self._tick,
-                lambda exc: self.reject("simulation tick", exc),
-                "simulator-step",
-                priority,
-                self.get_logger().warning,
-            )
-            self.stepper.start()
+            self.realtime.start(self.period, self._tick)
 
     def _set_friction(self, value: bool) -> None:
         self.friction = bool(value)
@@ -272,16 +254,8 @@ class SimulatorNode(RobotNode):
         if self.lockstep and not self.clock.answers(stamp_to_ns(msg.header.stamp)):
             return
         if not self.lockstep:
-            self._record_latency(msg.header.stamp)
+            self.realtime.record(msg.header.stamp)
         self._accept(tau)
-
-    def _record_latency(self, stamp: Any) -> None:
-        """Real time: the round trip of a command that carries its state's stamp (none for a stamp of 0
-        or one from the future: a controller that stamps its own time)."""
-        sent = stamp_to_ns(stamp)
-        latency = self.get_clock().now().nanoseconds - sent
-        if sent > 0 and 0 <= latency < 10**9:
-            self.latency.add(latency)
 
     # -- reset --------------------------------------------------------------------------------------
     def _on_reset(self, request: Any, response: Any) -> Any:
@@ -303,7 +277,7 @@ class SimulatorNode(RobotNode):
             self.commanded = False
             self._last_tick = None
             self.resets += 1
-            self.latency.clear()
+            self.realtime.latency.clear()
             response.success, response.message = True, f"reset to q = {plant.q.tolist()}"
             if self.lockstep:  # the reset state gets a stamp of its own: an answer to the state before is late
                 self.clock.step(answered=True)
@@ -338,8 +312,7 @@ class SimulatorNode(RobotNode):
     def _tick(self) -> None:
         """Real time (the stepper's thread): advance by the elapsed wall time, publish."""
         if not self.context.ok():  # rclpy shut down under a node nobody destroyed
-            assert self.stepper is not None
-            self.stepper.stop()
+            self.realtime.stop()
             return
         with self._model_lock:  # against a reset, a payload swap or a new model from the executor
             if self.plant is None:
@@ -351,9 +324,9 @@ class SimulatorNode(RobotNode):
             self._publish()
 
     def destroy_node(self) -> None:
-        stepper = getattr(self, "stepper", None)  # None: a start-up error came before it
-        if stepper is not None:
-            stepper.stop()
+        realtime = getattr(self, "realtime", None)  # None: a start-up error came before it
+        if realtime is not None:
+            realtime.stop()
         super().destroy_node()
 
     def _step_and_publish(self, answered: bool) -> None:
@@ -413,19 +386,8 @@ class SimulatorNode(RobotNode):
             values += [(f"clamped[{names[i]}]", str(int(c))) for i, c in enumerate(plant.clamped_joints) if c]
         if self.lockstep:
             values += self.clock.diagnostic_values()
-        if self.stepper is not None:
-            values += [
-                ("scheduler", self.stepper.scheduler),
-                ("overruns", str(self.stepper.overruns)),
-                *self.latency.diagnostic_values("command_latency"),
-            ]
+        values += self.realtime.diagnostic_values()
         return [*values, *self.wrench_input.diagnostic_values(), *self.payload_switch.diagnostic_values()]
-
-
-def check_priority(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 99:
-        return f"must be an integer 0 (normal scheduler) to 99, got {value!r}"
-    return None
 
 
 def main(args: list[str] | None = None) -> int:
