@@ -93,6 +93,17 @@ def test_cli_effort_lag_is_checked_and_reported(tmp_path: Path) -> None:
 
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["effort_lag"]["lag"] == 0 and [d["lag"] for d in report["effort_lag"]["scores"]] == [0, 1, -1]
+    assert [r["joint"] for r in report["friction"]["reversals"]] == ["joint1", "joint2", "joint3"]
+    assert "Coulomb width (reversal timing) from the slow rows" in ok.stdout or not any(
+        r["rows"] for r in report["friction"]["reversals"]
+    )
+    off = subprocess.run(
+        [*base, "--out", str(tmp_path / "off.yaml"), "--no-reversal-fit", "--json", str(tmp_path / "off.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert off.returncode == 0, off.stderr
+    assert "reversals" not in json.loads((tmp_path / "off.json").read_text())["friction"]
 
 
 def test_the_width_and_timing_of_a_reversal_are_found_on_the_slow_rows() -> None:

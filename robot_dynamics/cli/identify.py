@@ -4,7 +4,8 @@
       [--holdout 0.3] [--json REPORT.json] [--plot PNG] [--jobs N] [--scheduler ADDRESS]
       [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
       [--friction smooth-coulomb|viscous-coulomb|asymmetric-coulomb|stribeck] [--reversal-velocity V [V ...]]
-      [--effort-lag K|auto] [--window S] [--bounds/--no-bounds] [--compare-friction/--no-compare-friction]
+      [--effort-lag K|auto] [--reversal-fit/--no-reversal-fit] [--window S] [--bounds/--no-bounds]
+      [--compare-friction/--no-compare-friction]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
 
 The pipeline is :func:`robot_dynamics.identification.pipeline.identify`. Outputs are written only
@@ -102,6 +103,13 @@ def register(sub: Any) -> None:
         "torque it applied over the step into each state has 1 (robot_dynamics' simulator_node, Gazebo); "
         "auto fits 0, 1 and -1 and keeps the smallest training residual (default 0)",
     )
+    p.add_argument(
+        "--reversal-fit",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="choose each joint's Coulomb width (and report the reversal's timing) on the rows below the reversal "
+        "velocity (default)",
+    )
     p.add_argument("--payload-only", action="store_true", help="identify only the last link (tool + payload)")
     p.add_argument(
         "--noise",
@@ -189,6 +197,7 @@ def run_identify(args: argparse.Namespace) -> int:
         bounded=args.bounds,
         compare_friction=args.compare_friction,
         effort_lag=args.effort_lag,
+        reversals=args.reversal_fit,
         **_law_options(args),
     )
     # everything rendered before anything is written: a failure here leaves no file behind
