@@ -13,6 +13,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,53 @@ def start(context: Any, spinner: Spinner, ns: str, **params: Any) -> ContactNode
     return spinner.add(ContactNode(namespace=ns, context=context, parameter_overrides=overrides))  # type: ignore[return-value]
 
 
+def test_the_wrench_comes_at_wrench_rate_of_the_states_time(
+    context: Any, ros: tuple[Spinner, str], pushed: Any
+) -> None:
+    """Default 100 Hz: of 1 kHz states, the one every 10 ms of their stamps (the engine's estimate there);
+    a change at run time applies from the next wrench; time going back starts the schedule again."""
+    spinner, ns = ros
+    node = start(context, spinner, ns)
+    assert node.settings["wrench_rate"] == 100.0
+    client = spinner.add(client_node(context, ns))
+    torques = Collector(client, JointState, "contact_node/external_torque")
+    wrenches = Collector(client, WrenchStamped, "contact_node/external_wrench")
+    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
+    wait_until(lambda: pub.get_subscription_count() >= 1, "the node's joint_states subscription")
+    for c in (torques, wrenches):
+        wait_until(lambda c=c: c.subscription.get_publisher_count() >= 1, f"a publisher on {c.subscription.topic_name}")
+    stamps, q, qd, tau = pushed
+
+    def feed(rows: range) -> None:
+        for k in rows:
+            pub.publish(joint_state(q[k], qd[k], tau[k], stamps[k], list(range(6))))
+        wait_until(lambda: len(torques.snapshot()) >= rows.stop, f"{rows.stop} external torques")
+        time.sleep(0.2)  # any wrench in flight
+
+    feed(range(0, 45))
+    got = {stamp_to_ns(m.header.stamp): m for m in torques.snapshot()}
+    r = {s: np.array(m.effort) for s, m in got.items()}
+    seen = [stamp_to_ns(m.header.stamp) for m in wrenches.snapshot()]
+    assert seen == [int(stamps[k]) for k in (0, 10, 20, 30, 40)], seen
+    for m in wrenches.snapshot():
+        k = int(np.flatnonzero(stamps == stamp_to_ns(m.header.stamp))[0])
+        f = [
+            m.wrench.force.x,
+            m.wrench.force.y,
+            m.wrench.force.z,
+            m.wrench.torque.x,
+            m.wrench.torque.y,
+            m.wrench.torque.z,
+        ]
+        np.testing.assert_allclose(f, external_wrench(PUMA, q[k], r[int(stamps[k])]).wrench, rtol=0, atol=1e-9)
+    assert set_parameters(client, "contact_node", wrench_rate=250.0)[0].successful
+    refused = set_parameters(client, "contact_node", wrench_rate=-1.0)[0]
+    assert not refused.successful and ">= 0" in refused.reason
+    feed(range(45, 60))
+    seen = [stamp_to_ns(m.header.stamp) for m in wrenches.snapshot()]
+    assert seen[5:] == [int(stamps[k]) for k in (50, 54, 58)], seen
+
+
 def set_parameters(client: Any, node_name: str, **values: Any) -> list[Any]:
     params = AsyncParameterClient(client, node_name)
     wait_until(params.services_are_ready, f"parameter services of {node_name}")
@@ -123,7 +171,7 @@ def set_parameters(client: Any, node_name: str, **values: Any) -> list[Any]:
 
 def test_external_torque_wrench_and_collisions_for_a_push(context: Any, ros: tuple[Spinner, str], pushed: Any) -> None:
     spinner, ns = ros
-    start(context, spinner, ns, thresholds=THRESHOLDS, clear_ratio=0.5)
+    start(context, spinner, ns, thresholds=THRESHOLDS, clear_ratio=0.5, wrench_rate=0.0)  # a wrench per state
     client = spinner.add(client_node(context, ns))
     torques = Collector(client, JointState, "contact_node/external_torque")
     wrenches = Collector(client, WrenchStamped, "contact_node/external_wrench")

@@ -1,15 +1,17 @@
 """Contact node: joint states with measured torques → external joint torque, tool wrench, collision events.
 
 Subscribes ``joint_states`` (sensor_msgs/JointState: position, velocity (empty = zero), ``effort`` =
-the joint torques the motors apply), matched by joint name. Publishes for each accepted joint state,
-stamped with its stamp (the node clock's time if zero):
+the joint torques the motors apply), matched by joint name. Publishes, stamped with the state's stamp
+(the node clock's time if zero):
 
-* ``~/external_torque`` (sensor_msgs/JointState): ``effort`` = ``r``, the generalized-momentum
-  observer's estimate of the external joint torque (:mod:`robot_dynamics.dynamics.momentum_observer`),
+* ``~/external_torque`` (sensor_msgs/JointState), for every accepted state: ``effort`` = ``r``, the
+  generalized-momentum observer's estimate of the external joint torque
+  (:mod:`robot_dynamics.dynamics.momentum_observer`),
   ``position``/``velocity`` = the state, the topic's joint names;
 * ``~/external_wrench`` (geometry_msgs/WrenchStamped): the wrench the environment exerts on the tool
   (:mod:`robot_dynamics.dynamics.contact_wrench`), tool axes (``frame_id`` = the tip link) or base
-  axes (``wrench_frame: base``); computed after the torque is out, only while it has a subscriber;
+  axes (``wrench_frame: base``); computed after the torque is out, only while it has a subscriber,
+  at ``wrench_rate`` Hz of the states' time (100 by default; 0 = for every state);
 * ``~/collision`` (robot_dynamics_interfaces/CollisionEvent): whenever a joint enters or leaves
   collision (``thresholds`` with hysteresis, plus ``reversal_thresholds`` near each joint's velocity
   reversals, :mod:`robot_dynamics.contact`; none while unset).
@@ -78,6 +80,7 @@ class ContactNode(RobotNode):
         self.wrench_stats = ComputeStats()
         self._r: FloatArray = np.zeros(0)
         self._last_stamp: int | None = None
+        self._wrench_due = 0  # ns of joint-state time: the next state whose wrench is published
         self._origin = 0
         self._effort_index: dict[tuple[str, ...], np.ndarray | str] = {}
         self._torque_raw: SerializedTemplate | None = None
@@ -219,6 +222,7 @@ class ContactNode(RobotNode):
                 self.reject("joint_states", f"stamp {stamp} ns repeats the previous joint state's")
                 return
             observer.reset()
+            self._wrench_due = 0
             if self.detector is not None:
                 self.detector.restart()
             self.resets += 1
@@ -248,9 +252,11 @@ class ContactNode(RobotNode):
         self.stats.record_compute(t1 - t0, t2 - t1)
         if changes:
             self._publish_collisions(changes, stamp, r)
-        if self.wrench_pub.get_subscription_count():
+        if stamp >= self._wrench_due and self.wrench_pub.get_subscription_count():
             self._publish_wrench(q, r, stamp)
             self.wrench_stats.record_compute(time.perf_counter() - t2)
+            rate = float(self.settings["wrench_rate"])
+            self._wrench_due = stamp + (round(1e9 / rate) if rate > 0.0 else 0)
 
     def _publish_collisions(self, changes: list[Any], stamp: int, r: FloatArray) -> None:
         model, detector = self.model, self.detector

@@ -60,6 +60,10 @@ def reason(check: Any) -> Any:
     return run
 
 
+#: Hz of joint-state time: the wrench (a Jacobian and its SVD, ~80 µs, and a second DDS write) at every
+#: 1 kHz state would triple the node's work per state and stretch the external torque's latency tail.
+DEFAULT_WRENCH_RATE = 100.0
+
 #: Run-time parameters of one type: name -> (default, description, check).
 PARAMETERS: dict[str, tuple[Any, str, Any]] = {
     "friction": (True, "observer: the model's friction b(qd)", check_bool),
@@ -72,6 +76,11 @@ PARAMETERS: dict[str, tuple[Any, str, Any]] = {
     "wrench_frame": ("tool", "axes of external_wrench: tool | base", check_choice(WRENCH_FRAMES)),
     "wrench_damping": (DEFAULT_DAMPING, "damped least-squares lambda of the wrench (>= 0)", non_negative),
     "wrench_singular_value_floor": (DEFAULT_FLOOR, "Jacobian singular values <= it are dropped (>= 0)", non_negative),
+    "wrench_rate": (
+        DEFAULT_WRENCH_RATE,
+        "external_wrench messages per second of joint-state time, Hz (0 = one per joint state)",
+        non_negative,
+    ),
 }
 #: Run-time parameters that are a number or an array (one per joint): declared with dynamic typing.
 PER_JOINT: dict[str, tuple[Any, str]] = {
