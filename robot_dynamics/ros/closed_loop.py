@@ -275,7 +275,10 @@ class Experiment:
         reset state's stamp: every case starts from the same state at the same time."""
         s = self.s
         now = node.now_ns()
-        node.publish(motion.approach(MOVE_S, SETTLE_S + s.lead + HOLD_S), now)
+        # stamp 0: from the controller's receipt. ``now`` is the newest state recorded here, which on a busy
+        # machine can trail the loop by seconds of simulated time (lock-step runs faster than real time):
+        # an approach stamped with it could end before it arrives, and be refused.
+        node.publish(motion.approach(MOVE_S, SETTLE_S + s.lead + HOLD_S), 0)
         self.sent += 1
         node.wait_recorded(now + round((MOVE_S + SETTLE_S) * 1e9), s.timeout)
         reset_at = node.reset(motion.positions[0])

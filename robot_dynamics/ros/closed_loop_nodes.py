@@ -264,9 +264,10 @@ class ExperimentNode(Node):
     def reset(self, q: np.ndarray | None = None, timeout: float = 30.0) -> int:
         """Resets the simulator to ``q`` at rest (None: its start pose); the stamp of the reset state.
 
-        The simulator publishes the reset state before it answers, so once the recording has caught up
-        with the clock at the answer, the reset state is the last recorded state at exactly ``q`` with
-        zero velocity (the last: a request sent again may have reset it twice).
+        The simulator publishes the reset state before it answers, so the recording holds it once it has
+        caught up: wait for a state at exactly ``q`` with zero velocity, then for the recording to reach
+        the clock at the answer, and take the last such state (a request sent again may have reset it
+        twice). Not the clock alone: on a busy machine this node's clock may trail the recording.
         """
         first = self.states.count
         position = [] if q is None else [float(v) for v in q]
@@ -275,16 +276,28 @@ class ExperimentNode(Node):
         if not response.success:
             raise ExperimentError(f"reset_simulation failed: {response.message}")
         answered = int(self.get_clock().now().nanoseconds)  # /clock (lock-step) or the wall clock at the answer
-        wait_for(lambda: self.states.newest >= answered, timeout, "the recording to reach the reset", self.check)
-        with self.states.lock:
-            fresh = self.states.data[first:]
         stamps = [-1]
-        for raw in fresh:
-            msg = deserialize_message(raw, JointState)
-            if (not position or list(msg.position) == position) and not any(msg.velocity):
-                stamps.append(stamp_to_ns(msg.header.stamp))
-        if stamps[-1] < 0:
-            raise ExperimentError("reset_simulation answered, but no joint state at the reset pose was recorded")
+        seen = first
+
+        def found() -> bool:
+            nonlocal seen
+            with self.states.lock:
+                fresh = self.states.data[seen:]
+            seen += len(fresh)
+            for raw in fresh:
+                msg = deserialize_message(raw, JointState)
+                if (not position or list(msg.position) == position) and not any(msg.velocity):
+                    stamps.append(stamp_to_ns(msg.header.stamp))
+            return stamps[-1] >= 0 and self.states.newest >= answered
+
+        try:
+            wait_for(found, timeout, "the recording to reach the reset", self.check)
+        except ExperimentError:
+            if stamps[-1] < 0:
+                raise ExperimentError(
+                    "reset_simulation answered, but no joint state at the reset pose was recorded"
+                ) from None
+            raise
         return stamps[-1]
 
     # -- trajectories and recordings --------------------------------------------------------------
