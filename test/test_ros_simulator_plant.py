@@ -203,6 +203,30 @@ def test_a_missing_answer_is_counted_and_the_command_held(context: Any, ros: tup
     assert not sim.set_parameters([Parameter("engine", value="model")])[0].successful  # read-only
 
 
+def test_lockstep_max_speed_bounds_simulated_time_by_the_wall_clock(
+    context: Any, ros: tuple[Spinner, str], ur5: Any
+) -> None:
+    """A lock-step loop runs as fast as it is answered; ``lockstep_max_speed`` caps simulated seconds
+    per wall second (a recorder beside a low-rate loop must keep up), changeable at run time."""
+    spinner, ns = ros
+    client = spinner.add(client_node(context, ns))
+    controller = Controller(client, ur5)
+    sim = start_simulator(context, spinner, ns, rate=200.0, lockstep_max_speed=0.5)
+    wait_until(lambda: controller.answers() >= 5, "the first answers")
+
+    def speed(seconds: float) -> float:
+        sim0, wall0 = sim.clock.now_ns, time.monotonic()
+        time.sleep(seconds)
+        return (sim.clock.now_ns - sim0) * 1e-9 / (time.monotonic() - wall0)
+
+    assert 0.3 < speed(1.0) <= 0.55  # half the wall clock's pace (less on a busy machine)
+    assert sim.set_parameters([Parameter("lockstep_max_speed", value=0.0)])[0].successful
+    assert speed(1.0) > 0.7  # unbounded: as fast as answered (200 Hz steps take far less than 5 ms each)
+    refused = sim.set_parameters([Parameter("lockstep_max_speed", value=-1.0)])[0]
+    assert not refused.successful and "lockstep_max_speed" in refused.reason
+    assert sim.clock.missed == 0
+
+
 def test_real_time_keeps_its_rate_on_a_thread_and_measures_the_loop_latency(
     context: Any, ros: tuple[Spinner, str], ur5: Any
 ) -> None:

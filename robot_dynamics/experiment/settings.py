@@ -70,6 +70,9 @@ class Settings:
     timeout: float = 180.0
 
 
+LOCKSTEP_MAX_SPEED = 2.0  # simulated s per wall s at most (a 1 kHz loop runs at ~1x: no change there)
+
+
 def gains(model: RobotModel, q0: FloatArray, s: Settings) -> tuple[FloatArray, FloatArray]:
     """The given gains, else ``kp = J_i ωn²``, ``kd = 2 ζ ωn J_i`` (module docstring; 3 significant digits)."""
     diagonal = np.diag(np.asarray(inertia_matrix(model, q0)))
@@ -109,6 +112,8 @@ def node_parameters(
         "rate": s.rate,
         "lockstep": lockstep,
         "thread_priority": 0 if lockstep else s.thread_priority,
+        # the recorder here must keep up: a low-rate loop would otherwise run ~10x faster than real time
+        "lockstep_max_speed": LOCKSTEP_MAX_SPEED if lockstep else 0.0,
         "initial_position": q0.tolist(),
     }
     controller = {

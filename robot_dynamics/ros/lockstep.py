@@ -29,6 +29,7 @@ class LockstepClock:
         self.published_at = 0.0  # wall time of that publication (monotonic), 0 = nothing published yet
         self.missed = 0
         self.late = 0
+        self._pace: tuple[float, int] | None = None  # (wall s, simulated ns) the speed limit counts from
 
     @property
     def seconds(self) -> float:
@@ -46,6 +47,23 @@ class LockstepClock:
             return True
         self.late += 1
         return False
+
+    def pace(self, max_speed: float) -> float:
+        """Wall seconds to wait before the next step so that simulated time runs at most ``max_speed`` times
+        as fast as the wall clock (0: no limit). A loop that fell more than 0.1 s behind counts afresh from
+        now (no burst to catch up)."""
+        if max_speed <= 0.0:
+            self._pace = None
+            return 0.0
+        wall = time.monotonic()
+        if self._pace is None:
+            self._pace = (wall, self.now_ns)
+        wall0, sim0 = self._pace
+        delay = wall0 + (self.now_ns + self.period_ns - sim0) * 1e-9 / max_speed - wall
+        if delay < -0.1:
+            self._pace = (wall, self.now_ns)
+            return 0.0
+        return max(delay, 0.0)
 
     def overdue(self, timeout: float) -> bool:
         """No answer within ``timeout`` wall seconds of the publication."""

@@ -1,14 +1,11 @@
 """Simulator node: effort commands in, ``joint_states`` out, on one of two physics engines.
 
 Subscribes
-    ``commands`` (std_msgs/Float64MultiArray): joint torques in model joint order (what ros2_control's
-    ``JointGroupEffortController`` takes, and what the feed-forward node publishes on
-    ``feedforward/commands``);
-    ``joint_commands`` (sensor_msgs/JointState): the same by joint name in ``effort`` (any order, extra
-    joints ignored, every model joint needed).
-    The latest command is held (zero-order hold) until the next one, or until ``command_timeout``.
-    ``~/external_wrench`` (geometry_msgs/WrenchStamped): a push on the tool, world axes, scheduled by
-    its stamp (:mod:`.simulator_plant`).
+    ``commands`` (std_msgs/Float64MultiArray): joint torques in model joint order (ros2_control's
+    ``JointGroupEffortController``'s, the feed-forward node's ``feedforward/commands``); ``joint_commands``
+    (sensor_msgs/JointState): the same by name in ``effort`` (extra joints ignored); the latest is held
+    until the next one or ``command_timeout``. ``~/external_wrench`` (geometry_msgs/WrenchStamped): a push
+    on the tool, world axes, scheduled by its stamp (:mod:`.simulator_plant`).
 Publishes
     ``joint_states`` (sensor_msgs/JointState): position, velocity and effort = the torque actually
     applied (the command limited to the robot file's effort limits);
@@ -22,18 +19,14 @@ The physics is a :class:`robot_dynamics.plant.Plant` (``engine``: ``model``, the
 forward dynamics, or ``mujoco``, MuJoCo built from the robot file or ``mjcf`` with ``plant_deviations``;
 docs/plant.md). Time:
 
-* real time (default): a wall-clock loop at ``rate`` on a thread of its own (:mod:`.realtime`)
-  advances the plant by the elapsed time (at most 4 periods when the machine lags) under the held
-  command; ``joint_states`` stamped with the node clock. Diagnostics: ``overruns`` (periods the loop
-  skipped) and ``command_latency_{p50,p99,max}_ms`` (a state's stamp to the arrival of the command
-  that carries it, since the last reset; ``_count`` of them);
-* ``lockstep``: the simulator is the time source (``/clock``) and steps only when answered
-  (:mod:`.lockstep`): publish ``/clock`` = t_k and ``joint_states`` stamped t_k, wait for the command
-  that answers it (at most ``lockstep_timeout`` wall seconds, else a **missed command**: the previous
-  one is held), step the plant one period, t_{k+1} = t_k + period. ``reset_simulation`` resets the
-  plant, not the clock (ROS time never runs backwards): the reset state is published one period
-  later, so an answer to the state before the reset is late (counted, not applied) rather than applied
-  to the reset state; ``command_timeout`` counts simulated seconds.
+* real time (default): a loop at ``rate`` on a thread of its own (:mod:`.realtime`: its diagnostics)
+  advances the plant by the elapsed time (at most 4 periods) under the held command;
+* ``lockstep``: the simulator is the time source (``/clock``) and steps only when answered, at most
+  ``lockstep_max_speed`` times as fast as the wall clock if set (:mod:`.lockstep`): publish ``/clock`` =
+  t_k and ``joint_states`` stamped t_k, wait for the answer (at most ``lockstep_timeout`` wall seconds,
+  else a **missed command**: the previous one is held), step one period. ``reset_simulation`` resets the
+  plant, not the clock: the reset state is published one period later, so an answer to the state
+  before it is late (counted, not applied); ``command_timeout`` counts simulated seconds.
 
 With ``wait_for_command`` the robot stays at its start pose until the first command arrives (lockstep:
 the state at t_0 is published again every ``lockstep_timeout`` until then, no miss counted).
@@ -100,6 +93,8 @@ class SimulatorNode(RobotNode):
             "lockstep", False, "simulated time: publish /clock, step when each state is answered", read_only=True
         )
         self.declare("lockstep_timeout", 1.0, "lockstep: wall s to wait for an answer", check=check_positive("s"))
+        speed = "lockstep: simulated seconds per wall second at most (0 = as fast as answered)"
+        self.declare("lockstep_max_speed", 0.0, speed, check=check_non_negative("x"))
         self.realtime = RealTimeStepping(self)  # thread_priority; the stepping thread (real time)
         self.declare("wait_for_command", True, "hold the start state until the first command", read_only=True)
         self.declare(
@@ -330,7 +325,11 @@ class SimulatorNode(RobotNode):
         super().destroy_node()
 
     def _step_and_publish(self, answered: bool) -> None:
-        """Lockstep: step one period, advance the clock, publish the next state."""
+        """Lockstep: step one period, advance the clock, publish the next state (no sooner than
+        ``lockstep_max_speed`` allows)."""
+        delay = self.clock.pace(float(self.param("lockstep_max_speed")))
+        if delay > 0.0:
+            time.sleep(delay)
         self._advance(self.period)
         self.clock.step(answered)
         self._publish()
