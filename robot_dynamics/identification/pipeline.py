@@ -57,7 +57,7 @@ from .friction_laws import (
 from .parallel import default_jobs, map_tasks
 from .parameters import IdentificationError, ParameterSet
 from .result import Excitation, IdentificationResult, payload_parameter_set
-from .reversals import fit_reversals
+from .reversals import fit_reversals, slow_series
 from .samples import (
     REVERSAL_VELOCITY,
     WINDOW_S,
@@ -67,7 +67,6 @@ from .samples import (
     bag_statistics,
     bags_in_spans,
     expand_bags,
-    training_series,
 )
 
 __all__ = ["Excitation", "IdentificationResult", "compare_laws", "fit_statistics", "identify", "robot_geometry"]
@@ -263,12 +262,18 @@ def identify(
         "geometry": geometry if geometry is not None else robot_geometry(robot, model, provenance),
     }
 
+    reducing = [0.0]  # s spent reducing the bags
+
     def reduce(lag_settings: PipelineSettings) -> list[SampleStatistics]:
+        began = time.perf_counter()
         tasks = [BagTask(path, model, superset, lag_settings) for path in paths]
         if scheduler is None and len(tasks) < (jobs or default_jobs()):
             # fewer bags than workers: read them here and share their time spans among the workers
-            return bags_in_spans(tasks, jobs=jobs, progress=progress)
-        return list(map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress))
+            stats = bags_in_spans(tasks, jobs=jobs, progress=progress)
+        else:
+            stats = list(map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress))
+        reducing[0] += time.perf_counter() - began
+        return stats
 
     def fit(stats: list[SampleStatistics], lag_settings: PipelineSettings, **more: Any) -> IdentificationResult:
         assert pset is not None
@@ -289,14 +294,17 @@ def identify(
         stats = reduce(settings)
     result = fit(stats, settings)
     if reversals and not payload_only and result.identified is not None and pset.coulomb == "tanh":
-        series = [training_series(BagTask(path, model, superset, settings))[1:] for path in paths]
+        tasks = [BagTask(path, model, superset, settings) for path in paths]
+        if scheduler is None and len(tasks) < (jobs or default_jobs()):
+            series = [slow_series(task) for task in tasks]  # as the reduction did: here
+        else:  # where the bags are (a cluster's workers): only the slow rows come back
+            series = map_tasks(slow_series, tasks, jobs=jobs, scheduler=scheduler, progress=False, label="slow rows")
         result.reversals = fit_reversals(result.identified, series, settings.reversal(model))
         result.identified = result.reversals.apply(result.identified)
     result.effort_lag_scores = [{"lag": lag, "score": v} for lag, v in zip(LAGS, scores, strict=True)] if scores else []
     fit_options = {**options, "settings": settings}
-    reduced = time.perf_counter()
     if laws and compare_friction:
         result.friction_comparison = compare_laws(model, stats, result, coulomb, fit_options)
     result.provenance = provenance
-    result.elapsed = {"reduce_s": reduced - clock, **result.elapsed, "total_s": time.perf_counter() - clock}
+    result.elapsed = {"reduce_s": reducing[0], **result.elapsed, "total_s": time.perf_counter() - clock}
     return result

@@ -41,6 +41,7 @@ from robot_dynamics.friction.combine import friction_torques
 from robot_dynamics.model import FloatArray, RobotModel
 
 from .friction_laws import with_coulomb_widths
+from .samples import BagTask, training_series
 
 WIDTHS = 0.01 * 2.0 ** np.arange(-5.0, 2.6, 0.25)  # rad/s or m/s: 0.3 mrad/s to 0.057 rad/s
 LEADS = 1e-3 * np.arange(-10.0, 20.5, 1.0)  # s
@@ -85,13 +86,24 @@ def slow_rows(qd: FloatArray, qdd: FloatArray, reversal: FloatArray) -> NDArray[
     return (np.abs(qd) < reversal) & ~standing
 
 
+def slow_series(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """``(q, qd, qdd, tau)`` of a bag's training rows where some joint is slow (:func:`slow_rows`), at
+    most :data:`MAX_ROWS` per joint: what :func:`fit_reversals` needs, small enough to send back from a
+    worker (a task of :func:`.parallel.map_tasks`)."""
+    _, q, qd, qdd, tau = training_series(task)
+    keep = np.flatnonzero(slow_rows(qd, qdd, task.settings.reversal(task.model)).any(axis=1))
+    if keep.size > MAX_ROWS * task.model.dof:
+        keep = keep[np.linspace(0, keep.size - 1, MAX_ROWS * task.model.dof).astype(np.intp)]
+    return q[keep], qd[keep], qdd[keep], tau[keep]
+
+
 def fit_reversals(
     model: RobotModel,
     series: Sequence[tuple[FloatArray, FloatArray, FloatArray, FloatArray]],
     reversal: FloatArray,
 ) -> ReversalFit:
     """The module docstring's search for the fitted ``model`` over ``series`` of ``(q, qd, qdd, tau)``
-    (each ``(N, n)``, the training rows of one data set)."""
+    (each ``(N, n)``, training rows of one data set: all of them, or :func:`slow_series`'s)."""
     n = model.dof
     q, qd, qdd, tau = (np.concatenate([s[k] for s in series]) if series else np.zeros((0, n)) for k in range(4))
     slow = slow_rows(qd, qdd, reversal)

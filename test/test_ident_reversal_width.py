@@ -1,5 +1,5 @@
-"""Identification at velocity reversals: the effort's pairing with the state, and each joint's Coulomb
-width (and the reversal's timing) from the rows the fit leaves out."""
+"""Identification beyond the fit: the effort's pairing with the state, and each joint's Coulomb width
+(and the reversal's timing) from the rows the fit leaves out near velocity reversals."""
 
 from __future__ import annotations
 
