@@ -17,7 +17,8 @@ The cases are :mod:`robot_dynamics.experiment.cases`; what each shows, docs/clos
    the motion is stamped to start ``lead`` s after the reset state's stamp, so every case starts from the
    same state at the same time; recorded until its end into ``bags/<case>/`` (rosbag2:
    ``/joint_states``, ``/joint_commands``, ``/joint_trajectory``, from the reset state on).
-4. ``robot-dynamics identify bags/excitation`` → ``identified.yaml``, ``identification.json`` / ``.png``.
+4. ``robot-dynamics identify bags/excitation --friction LAW --effort-lag auto`` (the simulator's effort is the
+   torque of the step into a state) → ``identified.yaml``, ``identification.json`` / ``.png``.
 5. Nodes 2: the same files, ``robot_config`` = the identified file: case C.
 6. ``realtime``: nodes 3 without lock-step (wall clock, ``rate`` Hz): B's settings; the loop's rate and
    the joint state → command latency (the state's stamp to the command's arrival here).
