@@ -263,12 +263,13 @@ def identify(
     }
 
     reducing = [0.0]  # s spent reducing the bags
+    # fewer bags than workers: read them here (their time spans shared among the workers); else where they are
+    local = scheduler is None and len(paths) < (jobs or default_jobs())
 
     def reduce(lag_settings: PipelineSettings) -> list[SampleStatistics]:
         began = time.perf_counter()
         tasks = [BagTask(path, model, superset, lag_settings) for path in paths]
-        if scheduler is None and len(tasks) < (jobs or default_jobs()):
-            # fewer bags than workers: read them here and share their time spans among the workers
+        if local:
             stats = bags_in_spans(tasks, jobs=jobs, progress=progress)
         else:
             stats = list(map_tasks(bag_statistics, tasks, jobs=jobs, scheduler=scheduler, progress=progress))
@@ -295,8 +296,8 @@ def identify(
     result = fit(stats, settings)
     if reversals and not payload_only and result.identified is not None and pset.coulomb == "tanh":
         tasks = [BagTask(path, model, superset, settings) for path in paths]
-        if scheduler is None and len(tasks) < (jobs or default_jobs()):
-            series = [slow_series(task) for task in tasks]  # as the reduction did: here
+        if local:
+            series = [slow_series(task) for task in tasks]
         else:  # where the bags are (a cluster's workers): only the slow rows come back
             series = map_tasks(slow_series, tasks, jobs=jobs, scheduler=scheduler, progress=False, label="slow rows")
         result.reversals = fit_reversals(result.identified, series, settings.reversal(model))

@@ -91,10 +91,15 @@ def slow_series(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray, Floa
     most :data:`MAX_ROWS` per joint: what :func:`fit_reversals` needs, small enough to send back from a
     worker (a task of :func:`.parallel.map_tasks`)."""
     _, q, qd, qdd, tau = training_series(task)
-    keep = np.flatnonzero(slow_rows(qd, qdd, task.settings.reversal(task.model)).any(axis=1))
-    if keep.size > MAX_ROWS * task.model.dof:
-        keep = keep[np.linspace(0, keep.size - 1, MAX_ROWS * task.model.dof).astype(np.intp)]
+    keep = _at_most(np.flatnonzero(slow_rows(qd, qdd, task.settings.reversal(task.model)).any(axis=1)), task.model.dof)
     return q[keep], qd[keep], qdd[keep], tau[keep]
+
+
+def _at_most(rows: NDArray[np.intp], dof: int) -> NDArray[np.intp]:
+    """``rows``, or :data:`MAX_ROWS` per joint of them evenly spaced when there are more."""
+    if rows.size <= MAX_ROWS * dof:
+        return rows
+    return rows[np.linspace(0, rows.size - 1, MAX_ROWS * dof).astype(np.intp)]
 
 
 def fit_reversals(
@@ -107,9 +112,7 @@ def fit_reversals(
     n = model.dof
     q, qd, qdd, tau = (np.concatenate([s[k] for s in series]) if series else np.zeros((0, n)) for k in range(4))
     slow = slow_rows(qd, qdd, reversal)
-    keep = np.flatnonzero(slow.any(axis=1))
-    if keep.size > MAX_ROWS * n:
-        keep = keep[np.linspace(0, keep.size - 1, MAX_ROWS * n).astype(np.intp)]
+    keep = _at_most(np.flatnonzero(slow.any(axis=1)), n)
     q, qd, qdd, tau, slow = q[keep], qd[keep], qdd[keep], tau[keep], slow[keep]
     coulomb = np.array([j.friction.coulomb[0] for j in model.joints])
     viscous = np.array([j.friction.viscous for j in model.joints])

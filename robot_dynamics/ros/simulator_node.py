@@ -94,7 +94,7 @@ class SimulatorNode(RobotNode):
         )
         self.declare("lockstep_timeout", 1.0, "lockstep: wall s to wait for an answer", check=check_positive("s"))
         speed = "lockstep: simulated seconds per wall second at most (0 = as fast as answered)"
-        self.declare("lockstep_max_speed", 0.0, speed, check=check_non_negative("x"))
+        self.declare_dynamic("lockstep_max_speed", 0.0, speed, check_non_negative("x"), self._set_max_speed)
         self.realtime = RealTimeStepping(self)  # thread_priority; the stepping thread (real time)
         self.declare("wait_for_command", True, "hold the start state until the first command", read_only=True)
         self.declare(
@@ -137,6 +137,9 @@ class SimulatorNode(RobotNode):
             self.create_timer(0.005, self._lockstep_watch, clock=self.steady_clock)
         else:  # a thread of its own, not an executor timer (.realtime says why)
             self.realtime.start(self.period, self._tick)
+
+    def _set_max_speed(self, value: float) -> None:
+        self.max_speed = float(value)  # kept here: read at every lock-step step
 
     def _set_friction(self, value: bool) -> None:
         self.friction = bool(value)
@@ -327,7 +330,7 @@ class SimulatorNode(RobotNode):
     def _step_and_publish(self, answered: bool) -> None:
         """Lockstep: step one period, advance the clock, publish the next state (no sooner than
         ``lockstep_max_speed`` allows)."""
-        delay = self.clock.pace(float(self.param("lockstep_max_speed")))
+        delay = self.clock.pace(self.max_speed)
         if delay > 0.0:
             time.sleep(delay)
         self._advance(self.period)
