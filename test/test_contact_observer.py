@@ -27,6 +27,7 @@ from robot_dynamics.dynamics import (
     coriolis_matrix,
     forward_dynamics,
     gravity_torques,
+    inertia_matrix,
     inverse_dynamics,
     jacobian,
     kinetic_energy,
@@ -37,6 +38,7 @@ from robot_dynamics.dynamics.direct_residual import direct_residual
 from robot_dynamics.dynamics.momentum_observer import (
     MomentumObserver,
     momentum_rate,
+    momentum_terms,
     observe,
     scan_recurrence,
 )
@@ -183,6 +185,27 @@ def test_with_friction_on_a_moving_arm() -> None:
     assert np.max(np.abs(r - expected)) <= 1e-5 * np.abs(TAU_EXT).max()
     frictionless = observe(PUMA, run.t, run.q, run.qd, tau_m, 50.0, friction=False).r
     assert np.max(np.abs(frictionless - expected)) > 0.5  # friction matters: it is b(qd) of (1)
+
+
+@pytest.mark.parametrize("name", ["puma560", "stanford", "scara", "robmat_stanford_rrp", "puma560_modified"])
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_momentum_recursion_equals_d_qd_and_d_dot_qd(name: str, backend: str) -> None:
+    """The O(n) recursion's ``p`` and ``dD/dt qd`` against ``D qd`` and ``(C + C^T) qd`` of the
+    composite-rigid-body D and the probed Christoffel C (revolute and prismatic joints, standard and
+    modified DH, motor inertia in D), one state and a batch."""
+    model = load_robot(name)
+    n = model.dof
+    q, qd = np.random.default_rng(8).uniform(-2.0, 2.0, (2, 40, n))
+    terms = momentum_terms(model, q, qd, backend=backend)
+    D, C = inertia_matrix(model, q, backend="python"), coriolis_matrix(model, q, qd, backend="python")
+    p = np.einsum("kij,kj->ki", D, qd)
+    rate = np.einsum("kij,kj->ki", C + np.swapaxes(C, 1, 2), qd)
+    np.testing.assert_allclose(terms[:, :n], p, rtol=0, atol=1e-12 * np.abs(p).max())
+    np.testing.assert_allclose(terms[:, n:], rate, rtol=0, atol=1e-12 * np.abs(rate).max())
+    for k in range(3):
+        np.testing.assert_allclose(momentum_terms(model, q[k], qd[k], backend=backend), terms[k], rtol=0, atol=1e-12)
+    with pytest.raises(StateError, match="qd"):
+        momentum_terms(model, q[0], qd[0, :-1], backend=backend)
 
 
 def test_coriolis_term_is_the_gradient_of_the_kinetic_energy() -> None:

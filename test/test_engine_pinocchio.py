@@ -3,7 +3,9 @@
 Robots: PUMA 560 (Pinocchio model built directly from the DH table with ``addJoint``) and four
 URDF arms loaded by ``robot_dynamics.load_robot`` and by Pinocchio's own URDF parser. Compared:
 ``rnea``, ``crba``, ``nonLinearEffects``, ``computeGeneralizedGravity``, ``computeCoriolisMatrix``,
-``aba`` — with the batch (NumPy) path for all states and the single-state path for some.
+``aba``, and the momentum observer's ``p = D qd`` and ``dD/dt qd = (C + C^T) qd`` (our O(n)
+recursion against Pinocchio's CRBA and Coriolis matrix) — with the batch (NumPy) path for all
+states and the single-state path for some.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from engine_reference import (
 )
 
 import robot_dynamics as rd
+from robot_dynamics.dynamics.momentum_observer import momentum_terms
 from robot_dynamics.model import RobotModel
 
 pin = pytest.importorskip("pinocchio")
@@ -42,7 +45,8 @@ def _load_urdf(name: str) -> RobotModel:
 
 def _pinocchio_results(pm, q, qd, qdd, tau):  # type: ignore[no-untyped-def]
     data = pm.createData()
-    out: dict[str, list[np.ndarray]] = {k: [] for k in ("rnea", "crba", "nle", "gravity", "coriolis", "aba")}
+    kinds = ("rnea", "crba", "nle", "gravity", "coriolis", "aba", "momentum")
+    out: dict[str, list[np.ndarray]] = {k: [] for k in kinds}
     for a, b, c, t in zip(q, qd, qdd, tau, strict=True):
         out["rnea"].append(pin.rnea(pm, data, a, b, c).copy())
         M = pin.crba(pm, data, a).copy()
@@ -51,6 +55,8 @@ def _pinocchio_results(pm, q, qd, qdd, tau):  # type: ignore[no-untyped-def]
         out["gravity"].append(pin.computeGeneralizedGravity(pm, data, a).copy())
         out["coriolis"].append(pin.computeCoriolisMatrix(pm, data, a, b).copy())
         out["aba"].append(pin.aba(pm, data, a, b, t).copy())
+        C = out["coriolis"][-1]  # dM/dt = C + C^T
+        out["momentum"].append(np.concatenate([out["crba"][-1] @ b, (C + C.T) @ b]))
     return {k: np.array(v) for k, v in out.items()}
 
 
@@ -62,6 +68,7 @@ def _ours(model: RobotModel, q, qd, qdd, tau):  # type: ignore[no-untyped-def]
         "gravity": rd.gravity_torques(model, q),
         "coriolis": rd.coriolis_matrix(model, q, qd),
         "aba": rd.forward_dynamics(model, q, qd, tau, friction=False),
+        "momentum": momentum_terms(model, q, qd),  # p = D qd, dD/dt qd
     }
 
 

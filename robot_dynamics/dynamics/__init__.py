@@ -39,7 +39,14 @@ from .energy import kinetic_energy, potential_energy
 from .forward import forward_dynamics
 from .inverse import InverseDynamicsBreakdown, inverse_dynamics, rnea_with_reactions
 from .kinematics import com_positions, forward_kinematics, frame_poses, jacobian
-from .momentum_observer import MomentumObserver, ObserverRun, generalized_momentum, momentum_rate, observe
+from .momentum_observer import (
+    MomentumObserver,
+    ObserverRun,
+    generalized_momentum,
+    momentum_rate,
+    momentum_terms,
+    observe,
+)
 from .native import batch_threads, set_batch_threads
 from .simulate import SimulationResult, TorqueProfile, simulate
 
@@ -69,6 +76,7 @@ __all__ = [
     "jacobian",
     "kinetic_energy",
     "momentum_rate",
+    "momentum_terms",
     "observe",
     "potential_energy",
     "prepare",

@@ -161,6 +161,7 @@ VELOCITY = KernelKey.rnea(acceleration=False, gravity=False)  # h(q, qd)
 INERTIAL = KernelKey.rnea(velocity=False, gravity=False)  # D_rigid(q) qdd
 TOOL_LOAD = KernelKey.rnea(velocity=False, acceleration=False, gravity=False, load=True)  # J^T w
 CORIOLIS_TENSOR = KernelKey.coriolis_tensor()
+MOMENTUM = {motor: KernelKey.momentum(motor) for motor in (False, True)}  # D qd, dD/dt qd
 
 
 # -- validation -------------------------------------------------------------------------------------

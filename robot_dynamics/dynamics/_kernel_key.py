@@ -4,10 +4,11 @@ A :class:`KernelKey` names a straight-line program of :mod:`._kernels` (traced i
 entry of the same program in a model's native library (:mod:`.native`); the dispatch
 (:mod:`._dispatch`) picks the key for a call. Keys are built by the constructors
 (:meth:`KernelKey.rnea`, :meth:`~KernelKey.inertia`, :meth:`~KernelKey.forward`,
-:meth:`~KernelKey.coriolis_tensor`, :meth:`~KernelKey.inverse_friction`), which give every switch
-that does not apply to the algorithm its fixed value, so equal programs have equal keys. Keys are
-interned — constructing a key that exists returns the existing object — so equality is identity and a
-key is as cheap a dictionary index as a small integer (the dispatch's hot path looks keys up per call).
+:meth:`~KernelKey.coriolis_tensor`, :meth:`~KernelKey.inverse_friction`, :meth:`~KernelKey.momentum`),
+which give every switch that does not apply to the algorithm its fixed value, so equal programs have
+equal keys. Keys are interned — constructing a key that exists returns the existing object — so
+equality is identity and a key is as cheap a dictionary index as a small integer (the dispatch's hot
+path looks keys up per call).
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-Kind = Literal["rnea", "inertia", "forward", "coriolis_tensor", "id_friction"]
+Kind = Literal["rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum"]
 FrictionVariant = Literal["exact", "tanh", "linear"]
-KINDS: tuple[Kind, ...] = ("rnea", "inertia", "forward", "coriolis_tensor", "id_friction")
+KINDS: tuple[Kind, ...] = ("rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum")
 FRICTION_VARIANTS: tuple[FrictionVariant, ...] = ("exact", "tanh", "linear")
 """Friction programs: the discontinuous model (``smooth=False``) and the two smooth direction functions."""
 
-_MOTOR_KINDS = ("rnea", "inertia", "forward", "id_friction")
+_MOTOR_KINDS = ("rnea", "inertia", "forward", "id_friction", "momentum")
 _interned: dict[tuple[Any, ...], KernelKey] = {}  # by field values: one object per key
 
 
@@ -37,6 +38,8 @@ class KernelKey:
     * ``"coriolis_tensor"``: h_ikm (Fu 3.2-33); input ``q``.
     * ``"id_friction"``: inverse dynamics plus the model's friction program ``friction`` (one of
       :data:`FRICTION_VARIANTS`); inputs ``q, qd, qdd`` [, ``w``].
+    * ``"momentum"``: the generalized momentum ``D qd`` (``motor``: D with ``G^2 Jm``) then
+      ``dD/dt qd`` (:mod:`.momentum`); inputs ``q, qd``.
     """
 
     kind: Kind
@@ -117,6 +120,10 @@ class KernelKey:
     @staticmethod
     def coriolis_tensor() -> KernelKey:
         return KernelKey("coriolis_tensor")
+
+    @staticmethod
+    def momentum(motor: bool) -> KernelKey:
+        return KernelKey("momentum", motor=bool(motor))
 
     @staticmethod
     def inverse_friction(motor: bool, load: bool, variant: FrictionVariant) -> KernelKey:

@@ -1,6 +1,6 @@
 """Per-model compiled programs of the engine's algorithms, and how to run them on states.
 
-``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.cholesky`) for one model
+``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.cholesky`, :mod:`.momentum`) for one model
 on first use, folding its constants (:mod:`._trace`), and caches the compiled programs on the model
 object, by :class:`~._kernel_key.KernelKey`; inverse dynamics with friction is Newton–Euler with the
 friction package's program traced onto its torques and reactions (:mod:`._friction_trace`).
@@ -30,6 +30,7 @@ from ._trace import Kernel, Scalar, Tape
 from ._vector import Vec3
 from .cholesky import cholesky_solve
 from .crba import composite_inertia_matrix
+from .momentum import momentum_and_rate
 from .rnea import newton_euler
 
 CHUNK = 4096
@@ -106,6 +107,8 @@ class ModelKernels:
             return self.forward(key.motor, key.load)
         if kind == "coriolis_tensor":
             return self.coriolis_tensor()
+        if kind == "momentum":
+            return self.momentum(key.motor)
         assert key.friction is not None  # kind "id_friction" (KernelKey checks the pairing)
         return self.inverse_friction(key.motor, key.load, key.friction)
 
@@ -217,6 +220,16 @@ class ModelKernels:
         return self._get(KernelKey.forward(motor, load), build)
 
     # -- velocity coupling ----------------------------------------------------------------------
+    def momentum(self, motor: bool) -> Kernel:
+        """``D qd`` then ``dD/dt qd`` (:mod:`.momentum`), ``2 n`` outputs; arguments q, qd."""
+
+        def build() -> Kernel:
+            tape = Tape()
+            p, rate = momentum_and_rate(self.chain, tape.input("q", self.n), tape.input("qd", self.n), motor)
+            return tape.compile("momentum", [*p, *rate])
+
+        return self._get(KernelKey.momentum(motor), build)
+
     def coriolis_tensor(self) -> Kernel:
         """h_ikm (Fu 3.2-33), ``n*n*n`` outputs, by probing the velocity terms of Newton–Euler.
 

@@ -32,10 +32,10 @@ sample spacing, slow (30 Hz) or irregular; otherwise its errors are second order
 interval (the interval holds its mean).
 
 **Friction** ``b``: the model's friction at ``qd``, from :func:`~.inverse.inverse_dynamics` at
-``qdd = 0``, which gives ``h + c + b`` (so ``beta = tau_m + (C + C^T) qd - (h + c + b)``: one
-Newton–Euler call). Viscous, Coulomb, Stribeck and motor friction depend on ``qd`` alone and are
-exact; load-dependent (bearing, transmission) friction is loaded by the torque and reactions of zero
-acceleration, since the observer does not know ``qdd``.
+``qdd = 0``, which gives ``h + c + b`` (so ``beta = tau_m + dD/dt qd - (h + c + b)``: one Newton–Euler
+call; ``p`` and ``dD/dt qd`` come from one more, :mod:`.momentum`). Viscous, Coulomb, Stribeck and
+motor friction depend on ``qd`` alone and are exact; load-dependent (bearing, transmission) friction
+is loaded by the torque and reactions of zero acceleration, since the observer does not know ``qdd``.
 
 **One sample at a time** (:class:`MomentumObserver`, for a node) applies (3) to each new sample;
 **a recording** (:func:`observe`) computes ``p`` and ``beta`` for all samples at once and solves the
@@ -56,7 +56,8 @@ from numpy.typing import ArrayLike
 from ..errors import StateError
 from ..model import FloatArray, RobotModel
 from ..user_input import per_joint
-from .coefficients import coriolis_matrix, inertia_matrix
+from ._dispatch import MOMENTUM, general, single
+from ._kernels import kernels
 from .inverse import inverse_dynamics
 
 #: States per engine call in :func:`observe` (bounds the memory of D and the Coriolis tensor).
@@ -71,10 +72,18 @@ def observer_gain(gain: ArrayLike, n: int, what: str = "gain") -> FloatArray:
     return k
 
 
+def momentum_terms(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: str | None = None) -> FloatArray:
+    """``(p, dD/dt qd)`` side by side, ``(..., 2 n)``: one call of the recursion of :mod:`.momentum`
+    (D with the motor inertia when the model puts it there)."""
+    K = kernels(model)
+    key = MOMENTUM[K.motor_inertia_in_d]
+    out = single(model, K, backend, key, q, qd)
+    return out if out is not None else general(model, K, backend, key, q=q, qd=qd)
+
+
 def generalized_momentum(model: RobotModel, q: ArrayLike, qd: ArrayLike, *, backend: str | None = None) -> FloatArray:
     """``p = D(q) qd`` ``(..., n)`` (D with the motor inertia when the model puts it there)."""
-    D = inertia_matrix(model, q, backend=backend)
-    return np.asarray(np.matmul(D, np.asarray(qd, dtype=np.float64)[..., None])[..., 0])
+    return np.asarray(momentum_terms(model, q, qd, backend=backend)[..., : model.dof])
 
 
 def momentum_rate(
@@ -89,17 +98,26 @@ def momentum_rate(
 ) -> FloatArray:
     """``beta = tau_m + C(q, qd)^T qd - c(q) - b(qd)`` ``(..., n)``: ``dp/dt`` without external torque (1).
 
-    Computed as ``tau_m + (C + C^T) qd - (h + c + b)``, the last term the inverse dynamics at ``qdd = 0``
-    (``h = C qd``): one Newton–Euler call for ``c`` and ``b`` together.
+    Computed as ``tau_m + dD/dt qd - (h + c + b)`` (``dD/dt = C + C^T``, ``h = C qd``): ``dD/dt qd`` from
+    :func:`momentum_terms`, the last term the inverse dynamics at ``qdd = 0``.
     """
+    return _rate(model, momentum_terms(model, q, qd, backend=backend), q, qd, tau_m, friction, smooth, backend)
+
+
+def _rate(
+    model: RobotModel,
+    terms: FloatArray,
+    q: ArrayLike,
+    qd: ArrayLike,
+    tau_m: ArrayLike,
+    friction: bool,
+    smooth: bool,
+    backend: str | None,
+) -> FloatArray:
+    """``beta`` (1) from the :func:`momentum_terms` of the same states."""
     v = np.asarray(qd, dtype=np.float64)
-    C = coriolis_matrix(model, q, v, backend=backend)
-    if v.ndim == 1:  # (C + C^T) qd
-        d_dot_qd = C @ v + v @ C
-    else:
-        d_dot_qd = np.matmul(C, v[..., None])[..., 0] + np.matmul(v[..., None, :], C)[..., 0, :]
-    still = inverse_dynamics(model, q, v, 0.0 * v, friction=friction, smooth=smooth, backend=backend)  # h + c + b
-    return np.asarray(np.asarray(tau_m, dtype=np.float64) + d_dot_qd - still)
+    still = inverse_dynamics(model, q, v, np.zeros_like(v), friction=friction, smooth=smooth, backend=backend)
+    return np.asarray(np.asarray(tau_m, dtype=np.float64) + terms[..., terms.shape[-1] // 2 :] - still)  # h + c + b
 
 
 def decay(gain: FloatArray, dt: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -197,10 +215,9 @@ def observe(
     p, beta = np.empty((count, n)), np.empty((count, n))
     for s in range(0, count, CHUNK):  # a loop over chunks of samples, each one vectorised engine call
         rows = slice(s, s + CHUNK)
-        p[rows] = generalized_momentum(model, Q[rows], QD[rows], backend=backend)
-        beta[rows] = momentum_rate(
-            model, Q[rows], QD[rows], TAU[rows], friction=friction, smooth=smooth, backend=backend
-        )
+        terms = momentum_terms(model, Q[rows], QD[rows], backend=backend)
+        p[rows] = terms[:, :n]
+        beta[rows] = _rate(model, terms, Q[rows], QD[rows], TAU[rows], friction, smooth, backend)
     if count == 0:
         return ObserverRun(times, np.zeros((0, n)), p, beta, k)
     a, u = transition(k, np.diff(times)[:, None], np.diff(p, axis=0), beta[:-1], beta[1:])
@@ -256,21 +273,20 @@ class MomentumObserver:
             self._p, self._beta = self._terms(q, qd, tau)
 
     def _terms(self, q: FloatArray, qd: FloatArray, tau_m: FloatArray) -> tuple[FloatArray, FloatArray]:
-        p = generalized_momentum(self.model, q, qd)
-        beta = momentum_rate(self.model, q, qd, tau_m, friction=self._b, smooth=self.smooth)
-        return p, beta
+        terms = momentum_terms(self.model, q, qd)
+        return terms[: terms.shape[0] // 2], _rate(self.model, terms, q, qd, tau_m, self._b, self.smooth, None)
 
     def update(self, t: float, q: ArrayLike, qd: ArrayLike, tau_m: ArrayLike) -> FloatArray:
         """``r`` after the sample ``(q, qd, tau_m)`` at time ``t`` (s); the first sample gives ``r = 0``."""
         n = self.model.dof
-        tau = np.asarray(tau_m, dtype=np.float64)
+        tau = np.array(tau_m, dtype=np.float64)  # copies: the observer keeps the last sample
         total = sum(tau.tolist()) if tau.shape == (n,) else np.nan
         if total - total != 0.0 and not (tau.shape == (n,) and np.isfinite(tau).all()):
             raise StateError(f"tau_m: expected {n} finite values, got {tau.tolist()}")
         last = self._last
         if last is not None and not t > last[0]:
             raise StateError(f"t: sample time {t!r} s does not follow the previous one ({last[0]!r} s)")
-        qa, qda = np.asarray(q, dtype=np.float64), np.asarray(qd, dtype=np.float64)
+        qa, qda = np.array(q, dtype=np.float64), np.array(qd, dtype=np.float64)
         p, beta = self._terms(qa, qda, tau)  # validates q, qd; nothing is changed before this succeeds
         if last is not None:
             dt = t - last[0]
@@ -279,7 +295,7 @@ class MomentumObserver:
                 cached = self._decay = (key, self.gain, *decay(self.gain, dt))
             self.r = cached[2] * self.r + drive(cached[3], dt, p - self._p, self._beta, beta)  # (3)
             self.decay = cached[2]
-        self._last = (float(t), qa.copy(), qda.copy(), tau.copy())
+        self._last = (float(t), qa, qda, tau)
         self._p, self._beta = p, beta
         self.samples += 1
         return self.r.copy()
@@ -293,6 +309,7 @@ __all__ = [
     "drive",
     "generalized_momentum",
     "momentum_rate",
+    "momentum_terms",
     "observe",
     "observer_gain",
     "scan_recurrence",

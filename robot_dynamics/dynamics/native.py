@@ -96,11 +96,12 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
     """Trace the kernels, emit C, compile the extension module ``module`` into ``target`` and write
     ``meta.json`` (last).
 
-    Ten traced programs are compiled: Newton–Euler with/without tool load and reactions, D, c, h, the
-    gravity-free reactions, and forward dynamics (with/without tool load) for the model's motor-inertia
-    setting. The other motor-inertia variants, the other forward dynamics (Newton–Euler bias + D +
-    Cholesky), h_ikm (probing h) and inverse dynamics with friction are small C functions calling
-    them, so the library compiles in one to two seconds.
+    Eleven traced programs are compiled: Newton–Euler with/without tool load and reactions, D, c, h,
+    the gravity-free reactions, forward dynamics (with/without tool load) for the model's
+    motor-inertia setting, and the generalized momentum with its rate (:mod:`.momentum`; with and
+    without motor inertia). The other motor-inertia variants, the other forward dynamics
+    (Newton–Euler bias + D + Cholesky), h_ikm (probing h) and inverse dynamics with friction are
+    small C functions calling them, so the library compiles in one to two seconds.
     """
     start = time.perf_counter()
     lanes = vector_lanes()[0]
@@ -127,6 +128,7 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
         rnea(velocity=False, acceleration=False),  # c, gravity_torques
         velocity_terms,
         rnea(gravity=False, reactions=True),  # unit reactions of the stick-slip solver
+        *(KernelKey.momentum(motor) for motor in motor_options),  # the momentum observer's p, dD/dt qd
     ]
     for load in (False, True):
         key = KernelKey.forward(K.motor_inertia_in_d and motors, load)
