@@ -338,12 +338,19 @@ class ChainArrays:
     reflected_motor_inertia: FloatArray  # (n,), G^2 Jm (0 without a motor)
 
 
+SMOOTH_KINDS: tuple[str, ...] = ("tanh", "linear")
+"""The smooth friction's direction functions (:mod:`robot_dynamics.friction.smooth`)."""
+
+
 @dataclass(frozen=True, eq=False)
 class RobotModel:
     """A serial chain of actuated joints with gravity, base and tool transforms.
 
     ``motor_inertia_in_d``: whether the reflected motor inertia ``G^2 Jm`` of joints with motor data
     belongs to D (the Robotics Toolbox convention, default) — algorithms take an override switch.
+    ``smooth_kind``: the direction function of the model's smooth friction, ``"tanh"`` (default) or
+    ``"linear"`` (see :mod:`robot_dynamics.friction.smooth`; each joint's width is its
+    ``smoothing_velocity``) — the friction functions take an override argument.
     """
 
     name: str
@@ -357,8 +364,13 @@ class RobotModel:
     motor_inertia_in_d: bool = True
     base_link: str = "base_link"
     tip_link: str = ""
+    smooth_kind: str = "tanh"
 
     def __post_init__(self) -> None:
+        if self.smooth_kind not in SMOOTH_KINDS:
+            raise ValueError(
+                f"robot {self.name!r}: smooth_kind must be one of {SMOOTH_KINDS}, got {self.smooth_kind!r}"
+            )
         object.__setattr__(self, "joints", tuple(self.joints))
         object.__setattr__(self, "gravity", _frozen_array(self.gravity, (3,), "gravity"))
         object.__setattr__(self, "base", _frozen_array(self.base, (4, 4), "base"))

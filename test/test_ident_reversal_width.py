@@ -106,9 +106,11 @@ def test_cli_effort_lag_is_checked_and_reported(tmp_path: Path) -> None:
     assert "reversals" not in json.loads((tmp_path / "off.json").read_text())["friction"]
 
 
-def test_the_width_and_timing_of_a_reversal_are_found_on_the_slow_rows() -> None:
-    """Slow rows whose friction changes sign ahead of the velocity, ``Fc tanh((qd + l qdd) / w)`` with a
-    width and a lead of each joint: the search finds them (grid points), everything else held."""
+@pytest.mark.parametrize("shape", ["tanh", "linear"])
+def test_the_width_and_timing_of_a_reversal_are_found_on_the_slow_rows(shape: str) -> None:
+    """Slow rows whose friction changes sign ahead of the velocity, ``Fc s((qd + l qdd) / w)`` with a
+    width and a lead of each joint and ``s`` tanh or the linear window: the search finds them (grid
+    points) and the direction function, everything else held; the model file keeps the choice."""
     model = rd.load_robot("scara")
     friction = [replace(j.friction, viscous=0.5 + k, coulomb=(2.0 + k, -(2.0 + k))) for k, j in enumerate(model.joints)]
     model = model.with_changes(
@@ -126,7 +128,7 @@ def test_the_width_and_timing_of_a_reversal_are_found_on_the_slow_rows() -> None
     led = qd + lead * qdd
     tau = (
         np.asarray(rd.inverse_dynamics(model, q, qd, qdd, friction=False))
-        + friction_torques(with_coulomb_widths(model, width), led, smooth=True)
+        + friction_torques(with_coulomb_widths(model, width), led, smooth=True, smooth_kind=shape)
         + viscous * (qd - led)
     )
     tau[:200] += 1.5  # held by static friction: any torque
@@ -135,8 +137,19 @@ def test_the_width_and_timing_of_a_reversal_are_found_on_the_slow_rows() -> None
     np.testing.assert_allclose(fit.lead, lead, atol=1e-12)
     assert np.all(fit.rms_after < 1e-9) and np.all(fit.rms_before > 0.1)
     assert np.all(fit.rows < n_rows - 200) and np.all(fit.rows > 0.5 * n_rows)
+    assert fit.shape == shape and fit.costs is not None and fit.costs[shape] < 1e-12
+    assert min(fit.costs.values()) == fit.costs[shape] and max(fit.costs.values()) > 1.0
     deployed = fit.apply(model)
     assert [j.friction.smoothing_velocity for j in deployed.joints] == width.tolist()
+    assert deployed.smooth_kind == shape
+    reloaded = rd.models.chain_yaml.loads_chain_yaml(rd.models.chain_yaml.dumps_chain_yaml(deployed))
+    assert reloaded.smooth_kind == shape
+    np.testing.assert_allclose(  # the default direction function is the model's
+        rd.inverse_dynamics(reloaded, q[:50], qd[:50], qdd[:50], smooth=True),
+        rd.inverse_dynamics(deployed, q[:50], qd[:50], qdd[:50], smooth=True, smooth_kind=shape),
+        rtol=0,
+        atol=1e-12,
+    )
     # no slow rows: the model keeps its widths
     fast = fit_reversals(model, [(q, qd + 1.0, qdd, tau)], np.full(3, 0.1))
     assert not fast.rows.any() and [j.friction for j in fast.apply(model).joints] == friction

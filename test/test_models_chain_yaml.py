@@ -146,6 +146,10 @@ def test_minimal_file_defaults() -> None:
     np.testing.assert_array_equal(model.joints[1].axis, [0.0, 1.0, 0.0])
     np.testing.assert_array_equal(model.gravity, [0.0, 0.0, -9.81])
     assert model.joints[0].link_name == "a_link"
+    assert model.smooth_kind == "tanh"
+    assert loads_chain_yaml(CHAIN.replace("name: two", "name: two\nsmooth_kind: linear"), "two.yaml").smooth_kind == (
+        "linear"
+    )
 
 
 @pytest.mark.parametrize(
@@ -171,6 +175,7 @@ def test_minimal_file_defaults() -> None:
         ("name: two", "name: two\nidentified: [1, 2]", "identified"),
         ("    type: continuous", "    type: continuous\n    limits: {lower: -1, upper: 1}", "joints[1].limits"),
         ("name: two", "name: two\nfrobnicate: 1", "frobnicate"),
+        ("name: two", "name: two\nsmooth_kind: cubic", "smooth_kind"),
     ],
 )
 def test_errors_name_the_field(old: str, new: str, field: str) -> None:

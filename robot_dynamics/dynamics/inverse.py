@@ -101,7 +101,7 @@ def inverse_dynamics(
     *,
     breakdown: Literal[False] = ...,
     smooth: bool | None = ...,
-    smooth_kind: str = ...,
+    smooth_kind: str | None = ...,
     motor_inertia: bool | None = ...,
     backend: str | None = ...,
     wrench_frame: WrenchFrame = ...,
@@ -119,7 +119,7 @@ def inverse_dynamics(
     *,
     breakdown: Literal[True],
     smooth: bool | None = ...,
-    smooth_kind: str = ...,
+    smooth_kind: str | None = ...,
     motor_inertia: bool | None = ...,
     backend: str | None = ...,
     wrench_frame: WrenchFrame = ...,
@@ -137,7 +137,7 @@ def inverse_dynamics(
     *,
     breakdown: bool,
     smooth: bool | None = ...,
-    smooth_kind: str = ...,
+    smooth_kind: str | None = ...,
     motor_inertia: bool | None = ...,
     backend: str | None = ...,
     wrench_frame: WrenchFrame = ...,
@@ -154,7 +154,7 @@ def inverse_dynamics(
     *,
     breakdown: bool = False,
     smooth: bool | None = None,
-    smooth_kind: str = "tanh",
+    smooth_kind: str | None = None,
     motor_inertia: bool | None = None,
     backend: str | None = None,
     wrench_frame: WrenchFrame = "tool",
@@ -162,7 +162,8 @@ def inverse_dynamics(
     """Joint torques ``(..., n)`` for positions, velocities and accelerations ``(n,)`` or ``(N, n)``.
 
     ``friction``: add the model's friction (the discontinuous model unless ``smooth=True``;
-    ``smooth_kind`` "tanh" or "linear" chooses the smooth direction function).
+    ``smooth_kind`` "tanh" or "linear" chooses the smooth direction function, by default the model's
+    ``smooth_kind``).
     ``wrench``: ``[fx, fy, fz, nx, ny, nz]`` the tool exerts on the environment, at the tool origin, in
     ``wrench_frame`` axes ("tool", "base" = ``F_0``, or "world"). ``motor_inertia``: include G^2 Jm qdd
     (default ``model.motor_inertia_in_d``). ``backend``: ``None`` (the model's prepared backend or the
@@ -173,6 +174,8 @@ def inverse_dynamics(
     K = kernels(model)
     motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
     use_friction = bool(friction) and K.has_friction
+    if smooth_kind is None:
+        smooth_kind = model.smooth_kind
     if wrench is None and not breakdown:  # one state: the key of the fused program, no validation
         key = INVERSE.get((motor, (smooth_kind if smooth else "exact") if use_friction else None))
         if key is not None:  # (None: a bad smooth_kind, reported below)

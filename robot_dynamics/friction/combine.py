@@ -25,7 +25,7 @@ from robot_dynamics.errors import StateError
 from robot_dynamics.friction.bearing import journal_bearing, linear_bearing, thrust_bearing
 from robot_dynamics.friction.law import ScalarProgram, scalar_program
 from robot_dynamics.friction.parameters import FrictionParameters, friction_parameters
-from robot_dynamics.friction.smooth import asymmetric_level, check_smooth_kind, direction
+from robot_dynamics.friction.smooth import asymmetric_level, check_smooth_kind, direction, model_kind
 from robot_dynamics.friction.stribeck import stribeck_factor
 from robot_dynamics.friction.transmission import transmission_friction
 from robot_dynamics.model import FloatArray, RobotModel
@@ -179,17 +179,18 @@ def apply_friction(
     moment: ArrayLike | None = None,
     *,
     smooth: bool = False,
-    smooth_kind: str = "tanh",
+    smooth_kind: str | None = None,
 ) -> FrictionTerms:
     """All friction terms for joint velocities ``qd`` and frictionless joint torques ``tau_joint``.
 
     ``force``, ``moment`` ``(..., n, 3)``: the frictionless reactions of
     ``rnea_with_reactions`` (link i-1 on link i at the origin of ``F_i``, ``F_i`` coordinates),
     needed only when a joint has bearing friction (:func:`needs_reactions`). ``smooth=True`` uses
-    the chatter-free direction ``s(qd)`` (``smooth_kind`` "tanh" or "linear", width
-    ``smoothing_velocity`` of each joint).
+    the chatter-free direction ``s(qd)`` (``smooth_kind`` "tanh" or "linear", by default the model's;
+    width ``smoothing_velocity`` of each joint).
     """
     p = friction_parameters(model)
+    smooth_kind = model_kind(model, smooth_kind)
     v = _check_state("qd", qd, p.n)
     tau = _check_state("tau_joint", tau_joint, p.n)
     if tau.shape != v.shape:
@@ -220,13 +221,14 @@ def apply_friction(
 
 
 def friction_torques(
-    model: RobotModel, qd: ArrayLike, *, smooth: bool = False, smooth_kind: str = "tanh"
+    model: RobotModel, qd: ArrayLike, *, smooth: bool = False, smooth_kind: str | None = None
 ) -> FloatArray:
     """The load-independent friction (joint + motor) for ``qd`` ``(..., n)``; compensating sign.
 
     For the Robotics Toolbox Puma560 this is ``-robot.friction(qd)``.
     """
     p = friction_parameters(model)
+    smooth_kind = model_kind(model, smooth_kind)
     v = _check_state("qd", qd, p.n)
     if smooth:
         check_smooth_kind(smooth_kind)
@@ -236,7 +238,7 @@ def friction_torques(
 
 
 def scalar_friction(
-    model: RobotModel, *, smooth: bool = False, smooth_kind: str = "tanh", include_tau: bool = False
+    model: RobotModel, *, smooth: bool = False, smooth_kind: str | None = None, include_tau: bool = False
 ) -> ScalarProgram:
     """The model's single-state friction ``program(qd, tau, force, moment) -> list[float]``: the
     friction program (:func:`robot_dynamics.friction.law.friction_program`) on Python floats.
@@ -248,6 +250,7 @@ def scalar_friction(
     (the engine's own single-state path runs the same program traced and compiled, faster still).
     """
     p = friction_parameters(model)
+    smooth_kind = model_kind(model, smooth_kind)
     if smooth:
         check_smooth_kind(smooth_kind)
     key: tuple[bool, str] | tuple[bool, str, bool] = (bool(smooth), smooth_kind if smooth else "")
@@ -268,7 +271,7 @@ def friction_total(
     moment: ArrayLike | None = None,
     *,
     smooth: bool = False,
-    smooth_kind: str = "tanh",
+    smooth_kind: str | None = None,
 ) -> FloatArray:
     """``apply_friction(...).total`` alone.
 
@@ -276,6 +279,7 @@ def friction_total(
     per-call overhead), a batch the NumPy reference (:func:`apply_friction`).
     """
     p = friction_parameters(model)
+    smooth_kind = model_kind(model, smooth_kind)
     if (  # one state of float arrays without reactions: straight to the program on floats
         not p.has_bearing
         and type(qd) is np.ndarray

@@ -20,10 +20,9 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from robot_dynamics.model import FloatArray
+from robot_dynamics.model import SMOOTH_KINDS, FloatArray, RobotModel
 
 SmoothKind = Literal["tanh", "linear"]
-SMOOTH_KINDS: tuple[str, ...] = ("tanh", "linear")
 
 
 def as_float(value: ArrayLike) -> FloatArray:
@@ -34,6 +33,11 @@ def as_float(value: ArrayLike) -> FloatArray:
 def check_smooth_kind(kind: str) -> None:
     if kind not in SMOOTH_KINDS:
         raise ValueError(f"smooth_kind must be one of {SMOOTH_KINDS}, got {kind!r}")
+
+
+def model_kind(model: RobotModel, kind: str | None) -> str:
+    """``kind``, or the model's own (``RobotModel.smooth_kind``) when ``None``."""
+    return model.smooth_kind if kind is None else kind
 
 
 def direction(qd: ArrayLike, smoothing_velocity: ArrayLike, *, smooth: bool, kind: str = "tanh") -> FloatArray:

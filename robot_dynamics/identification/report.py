@@ -188,6 +188,8 @@ def friction_block(result: IdentificationResult) -> dict[str, Any]:
         block["coulomb_width"] = _floats(result.coulomb_widths)
     if result.reversals is not None:
         block["reversals"] = result.reversals.as_dict(result.model.joint_names)
+        block["smooth_kind"] = result.reversals.shape
+        block["smooth_kind_costs"] = result.reversals.costs or {}
     if result.stribeck is not None:
         block["stribeck_velocity"] = _floats(result.stribeck.velocity)
         block["stribeck_excess"] = _floats(result.stribeck.excess)
@@ -296,6 +298,8 @@ def format_table(result: IdentificationResult) -> str:
             if n > 0
         )
         lines.append(f"Coulomb width (reversal timing) from the slow rows: {cells}")
+        costs = ", ".join(f"{k} {_g(v)}" for k, v in (band.costs or {}).items())
+        lines.append(f"direction function {band.shape} (slow rows' squared error: {costs})")
     if result.effort_lag_scores:
         scores = ", ".join(f"{d['lag']}: {_g(d['score'])}" for d in result.effort_lag_scores)
         lines.append(f"effort lag {result.settings.effort_lag} message(s), chosen by training score ({scores})")

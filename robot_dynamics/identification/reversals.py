@@ -13,15 +13,21 @@ or the fitted width if that is wider, so that the fitted rows keep their frictio
 else the fit found held:
 
     e_j = tau_j - tau_fit,j(q, qd, qdd) + Fc_j s(qd_j)
-    (w_j, l_j) = argmin sum over the joint's slow rows of (e_j - Fc_j tanh((qd_j + l_j qdd_j) / w_j))^2
+    (w_j, l_j) = argmin sum over the joint's slow rows of (e_j - Fc_j s_k((qd_j + l_j qdd_j) / w_j))^2
+
+for each of the two direction functions ``s_k`` (:mod:`robot_dynamics.friction.smooth`): ``tanh`` and
+the ``linear`` window ``clip(x, -1, 1)``. The one with the smaller sum over all joints becomes the
+model's ``smooth_kind``. A soft friction constraint (MuJoCo's ``frictionloss``) is the linear window
+exactly (its force is proportional to the velocity it removes until it reaches the friction level);
+a friction that rounds off into sliding is closer to tanh.
 
 ``l_j`` (s) is the reversal's timing: a friction that changes sign ahead of the velocity (``l > 0``:
 a physics engine's constraint friction, whose soft constraint drives the velocity to zero with a
 time constant, MuJoCo's ``1 / b``), or behind it (``l < 0``: pre-sliding, the lag of a LuGre-like
 bristle). A width fitted with the timing held at zero widens to hedge the wrong timing; fitted
-together, the width is the reversal's own sharpness. The width goes into the identified model
-(``smoothing_velocity``, used by every node's smooth friction); the timing is reported (the nodes
-evaluate friction at the velocity, without it).
+together, the width is the reversal's own sharpness. The width and the direction function go into
+the identified model (``smoothing_velocity`` and ``smooth_kind``, used by every node's smooth
+friction); the timing is reported (the nodes evaluate friction at the velocity, without it).
 
 Rows where a joint stands (``|qd| < v_min`` and ``|qdd| < a_min``) say nothing about the width (held
 friction is any torque up to the static level) and are left out; at most :data:`MAX_ROWS` rows per
@@ -44,6 +50,7 @@ from .friction_laws import with_coulomb_widths
 from .samples import BagTask, training_series
 
 WIDTHS = 0.01 * 2.0 ** np.arange(-5.0, 2.6, 0.25)  # rad/s or m/s: 0.3 mrad/s to 0.057 rad/s
+SATURATED = {"tanh": 3.0, "linear": 1.0}  # |x| beyond which s(x) is 1 to the fit's eye (tanh(3) = 0.995)
 LEADS = 1e-3 * np.arange(-10.0, 20.5, 1.0)  # s
 MAX_ROWS = 20_000
 STANDING_VELOCITY = 1e-4  # rad/s or m/s
@@ -53,18 +60,24 @@ STANDING_ACCELERATION = 1e-2  # rad/s^2 or m/s^2
 @dataclass(frozen=True)
 class ReversalFit:
     """Per joint: the chosen ``width`` and ``lead`` (s), the rows used, the RMS (N m or N) of the slow
-    rows' torque error with the model's width and no lead (``rms_before``) and with the chosen pair."""
+    rows' torque error with the model's width and direction function and no lead (``rms_before``) and
+    with the chosen ones; the direction function ``shape`` chosen for all joints, and the sum of squared
+    errors over all joints' slow rows with each (``costs``)."""
 
     width: FloatArray
     lead: FloatArray
     rows: FloatArray
     rms_before: FloatArray
     rms_after: FloatArray
+    shape: str = "tanh"
+    costs: dict[str, float] | None = None
 
     def apply(self, model: RobotModel) -> RobotModel:
-        """``model`` with each joint's Coulomb width set to the chosen one (joints without rows keep theirs)."""
+        """``model`` with each joint's Coulomb width set to the chosen one (joints without rows keep theirs)
+        and the chosen direction function (unchanged when no joint had rows)."""
         current = [j.friction.smoothing_velocity for j in model.joints]
-        return with_coulomb_widths(model, np.where(self.rows > 0, self.width, current))
+        widened = with_coulomb_widths(model, np.where(self.rows > 0, self.width, current))
+        return widened.with_changes(smooth_kind=self.shape) if (self.rows > 0).any() else widened
 
     def as_dict(self, names: Sequence[str]) -> list[dict[str, float | str]]:
         return [
@@ -73,6 +86,7 @@ class ReversalFit:
                 "rows": int(self.rows[j]),
                 "width": float(self.width[j]),
                 "lead_s": float(self.lead[j]),
+                "shape": self.shape,
                 "rms_before": float(self.rms_before[j]),
                 "rms_after": float(self.rms_after[j]),
             }
@@ -120,28 +134,35 @@ def fit_reversals(
     rows = slow.sum(axis=0).astype(float)
     if not keep.size:
         zero = np.zeros(n)
-        return ReversalFit(widths, zero, rows, zero, zero)
+        return ReversalFit(widths, zero, rows, zero, zero, model.smooth_kind)
     # everything but friction, then friction at a led velocity (its viscous part at the velocity itself)
     rigid = np.asarray(inverse_dynamics(model, q, qd, qdd, friction=False), dtype=float)
     measured = tau - rigid
 
-    def error(lead: float, width: FloatArray) -> FloatArray:
+    def error(lead: float, width: FloatArray, shape: str) -> FloatArray:
         led = qd + lead * qdd
-        friction = friction_torques(with_coulomb_widths(model, width), led, smooth=True) + viscous * (qd - led)
+        model_w = with_coulomb_widths(model, width)
+        friction = friction_torques(model_w, led, smooth=True, smooth_kind=shape) + viscous * (qd - led)
         return np.where(slow, measured - friction, 0.0)
 
-    before = error(0.0, widths)
-    best_cost = np.sum(before**2, axis=0)
-    best_width: FloatArray = widths.copy()
-    best_lead: FloatArray = np.zeros(n)
-    widest = np.maximum(widths, reversal / 3.0)  # tanh(3) = 0.995: the fitted rows do not see a width below this
-    for lead in LEADS:
-        for w in WIDTHS:
-            cost = np.sum(error(float(lead), np.full(n, w)) ** 2, axis=0)
-            better = (cost < best_cost) & (coulomb > 0.0) & (w <= widest)
-            best_cost = np.where(better, cost, best_cost)
-            best_width = np.where(better, w, best_width).astype(float)
-            best_lead = np.where(better, lead, best_lead).astype(float)
+    before = error(0.0, widths, model.smooth_kind)
+    fits: dict[str, tuple[FloatArray, FloatArray, FloatArray]] = {}  # shape -> per-joint cost, width, lead
+    for shape, saturated in SATURATED.items():
+        best_cost = np.sum(error(0.0, widths, shape) ** 2, axis=0)  # the model's widths, no lead
+        best_width: FloatArray = widths.copy()
+        best_lead: FloatArray = np.zeros(n)
+        widest = np.maximum(widths, reversal / saturated)  # the fitted rows do not see a width below this
+        for lead in LEADS:
+            for w in WIDTHS:
+                cost = np.sum(error(float(lead), np.full(n, w), shape) ** 2, axis=0)
+                better = (cost < best_cost) & (coulomb > 0.0) & (w <= widest)
+                best_cost = np.where(better, cost, best_cost)
+                best_width = np.where(better, w, best_width).astype(float)
+                best_lead = np.where(better, lead, best_lead).astype(float)
+        fits[shape] = (best_cost, best_width, best_lead)
+    costs = {shape: float(np.sum(c)) for shape, (c, _, _) in fits.items()}
+    shape = min(fits, key=lambda s: (costs[s], s != model.smooth_kind))
+    best_cost, best_width, best_lead = fits[shape]
     safe = np.maximum(rows, 1.0)
     return ReversalFit(
         best_width,
@@ -149,4 +170,6 @@ def fit_reversals(
         rows,
         np.sqrt(np.sum(before**2, axis=0) / safe),
         np.sqrt(best_cost / safe),
+        shape,
+        costs,
     )

@@ -15,6 +15,7 @@ identified models and other generated robots are written in this format, which i
     base_link: panda_link0                    # optional frame names
     tip_link: panda_hand
     motor_inertia_in_d: true
+    smooth_kind: tanh                         # optional: tanh (default) | linear, the smooth friction's direction
     joints:
       - name: panda_joint1
         type: revolute                        # revolute | prismatic | continuous
@@ -52,7 +53,18 @@ import numpy as np
 import yaml
 
 from ..errors import ModelError
-from ..model import DHRow, DHTable, FloatArray, Inertial, Joint, JointFriction, Limits, Motor, RobotModel
+from ..model import (
+    SMOOTH_KINDS,
+    DHRow,
+    DHTable,
+    FloatArray,
+    Inertial,
+    Joint,
+    JointFriction,
+    Limits,
+    Motor,
+    RobotModel,
+)
 from ..model import dh_joint_frames as _dh_joint_frames
 from .dh_yaml import _friction, _limits, _link, _motor, _pose, _Reader, read_yaml
 from .provenance import read_provenance
@@ -78,6 +90,7 @@ TOP_KEYS = (
     "base_link",
     "tip_link",
     "motor_inertia_in_d",
+    "smooth_kind",
     "named_poses",
     "joints",
     "dh",
@@ -229,6 +242,7 @@ def parse_chain(data: object, source: str, location: str | None = None) -> Robot
         motor_inertia_in_d=motor_in_d,
         base_link=base_link,
         tip_link=str(top.data.get("tip_link", "")),
+        smooth_kind=require_str(top.data.get("smooth_kind", "tanh"), source, "smooth_kind", SMOOTH_KINDS),
     )
 
 
@@ -317,6 +331,8 @@ def chain_document(
     if model.tip_link:
         doc["tip_link"] = model.tip_link
     doc["motor_inertia_in_d"] = bool(model.motor_inertia_in_d)
+    if model.smooth_kind != "tanh":
+        doc["smooth_kind"] = model.smooth_kind
     joints = []
     for joint in model.joints:
         entry: dict[str, Any] = {

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model import (
+    SMOOTH_KINDS,
     BearingFriction,
     DHRow,
     DHTable,
@@ -80,6 +81,7 @@ TOP_KEYS = (
     "base",
     "tool",
     "motor_inertia_in_d",
+    "smooth_kind",
     "named_poses",
     "joints",
 )
@@ -358,6 +360,7 @@ def parse_dh(data: object, source: str, location: str | None = None) -> RobotMod
     base = _pose(top.data["base"], source, "base", scale) if top.has("base") else None
     tool = _pose(top.data["tool"], source, "tool", scale) if top.has("tool") else None
     motor_in_d = require_bool(top.data.get("motor_inertia_in_d", True), source, "motor_inertia_in_d")
+    smooth_kind = require_str(top.data.get("smooth_kind", "tanh"), source, "smooth_kind", SMOOTH_KINDS)
 
     poses: dict[str, FloatArray] = {}
     if top.has("named_poses"):
@@ -397,4 +400,4 @@ def parse_dh(data: object, source: str, location: str | None = None) -> RobotMod
         replace(joint, link_name=link_names[i], continuous=kinds[i] == "continuous")
         for i, joint in enumerate(model.joints)
     )
-    return model.with_changes(joints=joints, motor_inertia_in_d=motor_in_d)
+    return model.with_changes(joints=joints, motor_inertia_in_d=motor_in_d, smooth_kind=smooth_kind)

@@ -187,6 +187,8 @@ def model_to_urdf(model: RobotModel, visuals: bool = True) -> str:
     )
     etree.SubElement(extension, "gravity", xyz=_nums(model.gravity))
     etree.SubElement(extension, "motor_inertia_in_d", value="true" if model.motor_inertia_in_d else "false")
+    if model.smooth_kind != "tanh":
+        etree.SubElement(extension, "smooth_kind", value=model.smooth_kind)
     for j in model.joints:
         if j.motor is None and j.friction.is_zero:
             continue

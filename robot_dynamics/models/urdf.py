@@ -240,6 +240,7 @@ def build_model(
         source=location or source,
         named_poses=poses,
         motor_inertia_in_d=extension.motor_inertia_in_d,
+        smooth_kind=extension.smooth_kind,
         base_link=base,
         tip_link=tip,
     )

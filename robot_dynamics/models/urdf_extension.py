@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from ..errors import ModelError
-from ..model import BearingFriction, FloatArray, JointFriction, Motor, TransmissionFriction
+from ..model import SMOOTH_KINDS, BearingFriction, FloatArray, JointFriction, Motor, TransmissionFriction
 from .urdf_parse import EXTENSION_TAG, number, numbers
 
 
@@ -19,6 +19,7 @@ from .urdf_parse import EXTENSION_TAG, number, numbers
 class Extension:
     gravity: FloatArray | None = None
     motor_inertia_in_d: bool = True
+    smooth_kind: str = "tanh"
     motors: dict[str, Motor] = field(default_factory=dict)
     frictions: dict[str, JointFriction] = field(default_factory=dict)
     named_poses: list[tuple[str, list[str], FloatArray]] = field(default_factory=list)
@@ -46,6 +47,14 @@ def read_extension(root: etree._Element, source: str) -> Extension:
         if value not in ("true", "false"):
             raise ModelError(source, f"{base}/motor_inertia_in_d@value", f"expected true or false, got {value!r}")
         ext.motor_inertia_in_d = value == "true"
+    kind = element.find("smooth_kind")
+    if kind is not None:
+        value = kind.get("value")
+        if value not in SMOOTH_KINDS:
+            raise ModelError(
+                source, f"{base}/smooth_kind@value", f"expected one of {list(SMOOTH_KINDS)}, got {value!r}"
+            )
+        ext.smooth_kind = value
     for joint in element.findall("joint"):
         name = joint.get("name")
         if not name:
