@@ -10,16 +10,26 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..model import Joint, RobotModel, dh_joint_frames
-from ..models.dh_yaml import dh_reference
 from ..models.export_urdf import model_to_urdf
 from ..models.robots import DEFAULT_ROBOT, bundled_robots
+from ..models.yaml_text import read_text_file, read_yaml
 from ._options import add_robot_options, load_robot_from_args
+
+
+def dh_reference(path: str | Path) -> str:
+    """The ``reference`` (citation) of a DH YAML file, or an empty string."""
+    file = Path(path)
+    data = read_yaml(read_text_file(file), file.name)
+    if isinstance(data, Mapping) and isinstance(data.get("reference"), str):
+        return str(data["reference"]).strip()
+    return ""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

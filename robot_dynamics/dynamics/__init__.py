@@ -38,7 +38,7 @@ from .direct_residual import direct_residual
 from .energy import kinetic_energy, potential_energy
 from .forward import forward_dynamics
 from .inverse import InverseDynamicsBreakdown, inverse_dynamics, rnea_with_reactions
-from .kinematics import com_positions, forward_kinematics, frame_poses, jacobian
+from .kinematics import com_positions, forward_kinematics, frame_poses
 from .momentum_observer import (
     MomentumObserver,
     ObserverRun,
@@ -49,6 +49,7 @@ from .momentum_observer import (
 )
 from .native import batch_threads, set_batch_threads
 from .simulate import SimulationResult, TorqueProfile, simulate
+from .tool_jacobian import jacobian
 
 __all__ = [
     "InverseDynamicsBreakdown",

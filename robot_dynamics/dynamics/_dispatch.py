@@ -162,6 +162,7 @@ INERTIAL = KernelKey.rnea(velocity=False, gravity=False)  # D_rigid(q) qdd
 TOOL_LOAD = KernelKey.rnea(velocity=False, acceleration=False, gravity=False, load=True)  # J^T w
 CORIOLIS_TENSOR = KernelKey.coriolis_tensor()
 MOMENTUM = {motor: KernelKey.momentum(motor) for motor in (False, True)}  # D qd, dD/dt qd
+JACOBIAN = KernelKey.jacobian()  # J in F_0, the tool rotation
 
 
 # -- validation -------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ A :class:`KernelKey` names a straight-line program of :mod:`._kernels` (traced i
 entry of the same program in a model's native library (:mod:`.native`); the dispatch
 (:mod:`._dispatch`) picks the key for a call. Keys are built by the constructors
 (:meth:`KernelKey.rnea`, :meth:`~KernelKey.inertia`, :meth:`~KernelKey.forward`,
-:meth:`~KernelKey.coriolis_tensor`, :meth:`~KernelKey.inverse_friction`, :meth:`~KernelKey.momentum`),
+:meth:`~KernelKey.coriolis_tensor`, :meth:`~KernelKey.inverse_friction`, :meth:`~KernelKey.momentum`,
+:meth:`~KernelKey.jacobian`),
 which give every switch that does not apply to the algorithm its fixed value, so equal programs have
 equal keys. Keys are interned — constructing a key that exists returns the existing object — so
 equality is identity and a key is as cheap a dictionary index as a small integer (the dispatch's hot
@@ -16,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-Kind = Literal["rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum"]
+Kind = Literal["rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum", "jacobian"]
 FrictionVariant = Literal["exact", "tanh", "linear"]
-KINDS: tuple[Kind, ...] = ("rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum")
+KINDS: tuple[Kind, ...] = ("rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum", "jacobian")
 FRICTION_VARIANTS: tuple[FrictionVariant, ...] = ("exact", "tanh", "linear")
 """Friction programs: the discontinuous model (``smooth=False``) and the two smooth direction functions."""
 
@@ -40,6 +41,8 @@ class KernelKey:
       :data:`FRICTION_VARIANTS`); inputs ``q, qd, qdd`` [, ``w``].
     * ``"momentum"``: the generalized momentum ``D qd`` (``motor``: D with ``G^2 Jm``) then
       ``dD/dt qd`` (:mod:`.momentum`); inputs ``q, qd``.
+    * ``"jacobian"``: the tool origin's geometric Jacobian in ``F_0`` (``6 n``, row-major) then the tool
+      frame's rotation (9, row-major) (:mod:`.geometric_jacobian`); input ``q``.
     """
 
     kind: Kind
@@ -120,6 +123,10 @@ class KernelKey:
     @staticmethod
     def coriolis_tensor() -> KernelKey:
         return KernelKey("coriolis_tensor")
+
+    @staticmethod
+    def jacobian() -> KernelKey:
+        return KernelKey("jacobian")
 
     @staticmethod
     def momentum(motor: bool) -> KernelKey:

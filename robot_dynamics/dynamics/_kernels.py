@@ -1,6 +1,7 @@
 """Per-model compiled programs of the engine's algorithms, and how to run them on states.
 
-``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.cholesky`, :mod:`.momentum`) for one model
+``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.cholesky`, :mod:`.momentum`,
+:mod:`.geometric_jacobian`) for one model
 on first use, folding its constants (:mod:`._trace`), and caches the compiled programs on the model
 object, by :class:`~._kernel_key.KernelKey`; inverse dynamics with friction is Newton–Euler with the
 friction package's program traced onto its torques and reactions (:mod:`._friction_trace`).
@@ -30,6 +31,7 @@ from ._trace import Kernel, Scalar, Tape
 from ._vector import Vec3
 from .cholesky import cholesky_solve
 from .crba import composite_inertia_matrix
+from .geometric_jacobian import geometric_jacobian
 from .momentum import momentum_and_rate
 from .rnea import newton_euler
 
@@ -109,6 +111,8 @@ class ModelKernels:
             return self.coriolis_tensor()
         if kind == "momentum":
             return self.momentum(key.motor)
+        if kind == "jacobian":
+            return self.jacobian()
         assert key.friction is not None  # kind "id_friction" (KernelKey checks the pairing)
         return self.inverse_friction(key.motor, key.load, key.friction)
 
@@ -218,6 +222,17 @@ class ModelKernels:
             return tape.compile("forward", qdd)
 
         return self._get(KernelKey.forward(motor, load), build)
+
+    # -- kinematics -----------------------------------------------------------------------------
+    def jacobian(self) -> Kernel:
+        """The tool origin's Jacobian in ``F_0`` then the tool rotation, ``6 n + 9`` outputs; argument q."""
+
+        def build() -> Kernel:
+            tape = Tape()
+            J, R = geometric_jacobian(self.chain, tape.input("q", self.n))
+            return tape.compile("jacobian", [*(v for row in J for v in row), *(v for row in R.rows for v in row)])
+
+        return self._get(KernelKey.jacobian(), build)
 
     # -- velocity coupling ----------------------------------------------------------------------
     def momentum(self, motor: bool) -> Kernel:

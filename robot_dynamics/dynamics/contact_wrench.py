@@ -2,7 +2,7 @@
 
 A wrench ``F = [f; n]`` that the environment exerts on the tool (force and moment at the tool-frame
 origin) loads the joints with ``tau_ext = J(q)^T F``, ``J`` the geometric Jacobian of the tool origin
-(rows ``[v; w]``, :func:`~.kinematics.jacobian`; its frame gives the axes of ``F``: ``"tool"``,
+(rows ``[v; w]``, :func:`~.tool_jacobian.jacobian`; its frame gives the axes of ``F``: ``"tool"``,
 ``"base"`` or ``"world"``). The estimate is the damped least-squares solution (Wampler 1986; Nakamura &
 Hanafusa 1986)::
 
@@ -35,7 +35,8 @@ from numpy.typing import ArrayLike
 
 from ..errors import StateError
 from ..model import FloatArray, RobotModel
-from .kinematics import Frame, jacobian
+from .kinematics import Frame
+from .tool_jacobian import jacobian
 
 #: Defaults: lambda (the damping) and the singular-value floor.
 DEFAULT_DAMPING = 1e-3

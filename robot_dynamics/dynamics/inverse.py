@@ -5,7 +5,7 @@
 
 * ``w = [f; n]`` is the wrench the tool exerts on the environment (the load: Fu's
   ``f_{n+1}, n_{n+1}``), at the tool-frame origin. Its torque is ``+J^T w`` (``J`` the geometric
-  Jacobian of the tool origin, :func:`~.kinematics.jacobian`); with the wrench the environment
+  Jacobian of the tool origin, :func:`~.tool_jacobian.jacobian`); with the wrench the environment
   exerts on the robot, ``w_ext = -w``, this is the ``- J^T w_ext`` of docs/references.md.
 * ``G^2 Jm qdd``: reflected motor inertia, part of D when ``model.motor_inertia_in_d`` (Robotics
   Toolbox convention; ``motor_inertia=`` overrides).

@@ -1,14 +1,12 @@
-"""Forward kinematics of every frame, the tool pose and the geometric Jacobian (vectorised NumPy).
+"""Forward kinematics of every frame and the tool pose (vectorised NumPy).
 
 Frames follow ``model.py``: ``T_{i-1,i}(q) = X_i M_i(q_i)`` with ``M_i = Rot(axis_i, q_i)`` (revolute,
 Rodrigues ``c E + s [a]x + (1 - c) a a^T``) or ``Trans(axis_i q_i)`` (prismatic);
 ``A0_i = T_{0,1} ... T_{i-1,i}`` is the pose of ``F_i`` in the base frame ``F_0`` (Fu's ``0A_i``,
 3.2-6), the tool pose is ``A0_n @ model.tool`` and ``model.base @ ...`` in the world.
 
-Geometric Jacobian of the tool-frame origin ``p_t`` (columns per joint, base-frame components):
-  revolute ``i``:  ``[z_i x (p_t - o_i); z_i]``,   prismatic ``i``: ``[z_i; 0]``
-with ``z_i = R0_i axis_i`` and ``o_i`` the origin of ``F_i``. ``J qd = [v_t; w_t]`` (linear velocity
-of the tool origin, angular velocity).
+The geometric Jacobian of the tool-frame origin is a compiled engine program
+(:mod:`.geometric_jacobian`, :func:`.tool_jacobian.jacobian`).
 """
 
 from __future__ import annotations
@@ -77,15 +75,6 @@ def joint_transforms(model: RobotModel, q: FloatArray) -> FloatArray:
     return np.asarray(t.fixed + np.cos(qe) * t.cosine + np.sin(qe) * t.sine + qe * t.slide)
 
 
-def _cross(a: FloatArray, b: FloatArray) -> FloatArray:
-    """``a x b`` over the last axis (3); NumPy's ``cross`` costs ~10x more on small arrays."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-    return out
-
-
 def batch_frame_poses(model: RobotModel, q: FloatArray) -> FloatArray:
     """``A0_i`` for ``i = 1..n`` of a validated batch ``(N, n)``: ``(N, n, 4, 4)`` (no checks)."""
     local = joint_transforms(model, q)
@@ -123,28 +112,3 @@ def com_positions(model: RobotModel, q: object) -> FloatArray:
     poses = batch_frame_poses(model, as_batch(batch, [qs])[0])
     com = np.einsum("Nnij,nj->Nni", poses[..., :3, :3], model.arrays.com) + poses[..., :3, 3]
     return _finish(batch, com)
-
-
-def jacobian(model: RobotModel, q: object, *, frame: Frame = "base") -> FloatArray:
-    """Geometric Jacobian ``(..., 6, n)`` of the tool frame origin, rows ``[v; w]``.
-
-    ``frame`` selects the coordinates of ``v`` and ``w``: ``"base"`` (``F_0``, default), ``"world"`` or
-    ``"tool"`` (the tool frame's axes). The velocity is always that of the tool-frame origin.
-    """
-    if frame not in ("base", "world", "tool"):
-        raise StateError(f"frame: expected 'base', 'world' or 'tool', got {frame!r}")
-    batch, (qs,) = states(model, q=q)
-    qb = as_batch(batch, [qs])[0]
-    poses = batch_frame_poses(model, qb)
-    tool = poses[:, -1] @ model.tool
-    z = np.matmul(poses[..., :3, :3], model.arrays.axis[:, :, None])[..., 0]  # z_i = R0_i axis_i
-    lever = tool[:, None, :3, 3] - poses[..., :3, 3]  # p_t - o_i
-    prismatic = model.arrays.prismatic
-    J: FloatArray = np.empty((qb.shape[0], 2, 3, model.dof))  # the rows [v; w] as two blocks of three
-    J[:, 0] = np.where(prismatic[:, None], z, _cross(z, lever)).transpose(0, 2, 1)
-    J[:, 1] = np.where(prismatic[:, None], 0.0, z).transpose(0, 2, 1)
-    if frame == "world":
-        J = model.base[:3, :3] @ J
-    elif frame == "tool":
-        J = tool[:, None, :3, :3].transpose(0, 1, 3, 2) @ J
-    return _finish(batch, J.reshape(qb.shape[0], 6, model.dof))

@@ -96,12 +96,13 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
     """Trace the kernels, emit C, compile the extension module ``module`` into ``target`` and write
     ``meta.json`` (last).
 
-    Eleven traced programs are compiled: Newton–Euler with/without tool load and reactions, D, c, h,
+    Twelve traced programs are compiled: Newton–Euler with/without tool load and reactions, D, c, h,
     the gravity-free reactions, forward dynamics (with/without tool load) for the model's
-    motor-inertia setting, and the generalized momentum with its rate (:mod:`.momentum`; with and
-    without motor inertia). The other motor-inertia variants, the other forward dynamics
-    (Newton–Euler bias + D + Cholesky), h_ikm (probing h) and inverse dynamics with friction are
-    small C functions calling them, so the library compiles in one to two seconds.
+    motor-inertia setting, the generalized momentum with its rate (:mod:`.momentum`; with and
+    without motor inertia) and the tool Jacobian (:mod:`.geometric_jacobian`). The other
+    motor-inertia variants, the other forward dynamics (Newton–Euler bias + D + Cholesky), h_ikm
+    (probing h) and inverse dynamics with friction are small C functions calling them, so the library
+    compiles in one to two seconds.
     """
     start = time.perf_counter()
     lanes = vector_lanes()[0]
@@ -129,6 +130,7 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
         velocity_terms,
         rnea(gravity=False, reactions=True),  # unit reactions of the stick-slip solver
         *(KernelKey.momentum(motor) for motor in motor_options),  # the momentum observer's p, dD/dt qd
+        KernelKey.jacobian(),
     ]
     for load in (False, True):
         key = KernelKey.forward(K.motor_inertia_in_d and motors, load)

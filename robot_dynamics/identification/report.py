@@ -188,8 +188,7 @@ def friction_block(result: IdentificationResult) -> dict[str, Any]:
         block["coulomb_width"] = _floats(result.coulomb_widths)
     if result.reversals is not None:
         block["reversals"] = result.reversals.as_dict(result.model.joint_names)
-        block["smooth_kind"] = result.reversals.shape
-        block["smooth_kind_costs"] = result.reversals.costs or {}
+        block["smooth_kind"] = {"chosen": result.reversals.shape, "slow_rows_squared_error": result.reversals.costs}
     if result.stribeck is not None:
         block["stribeck_velocity"] = _floats(result.stribeck.velocity)
         block["stribeck_excess"] = _floats(result.stribeck.excess)

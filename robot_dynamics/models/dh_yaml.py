@@ -30,7 +30,6 @@ the model's joint frames by :func:`robot_dynamics.model.from_dh` (never copied).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -115,15 +114,6 @@ def load_dh_yaml(path: str | Path) -> RobotModel:
 def loads_dh_yaml(text: str, source: str = "<yaml>") -> RobotModel:
     """Load a DH robot from YAML text."""
     return parse_dh(read_yaml(text, source), source=source)
-
-
-def dh_reference(path: str | Path) -> str:
-    """The ``reference`` (citation) of a DH YAML file, or an empty string."""
-    file = Path(path)
-    data = read_yaml(read_text_file(file), file.name)
-    if isinstance(data, Mapping) and isinstance(data.get("reference"), str):
-        return str(data["reference"]).strip()
-    return ""
 
 
 # ----------------------------------------------------------------------------------------------
