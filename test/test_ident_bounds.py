@@ -4,6 +4,7 @@ the consistent fit (Wensing, Kim & Slotine), and the plausibility flags of the r
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from engine_reference import EXAMPLE_ROBOTS
 import robot_dynamics as rd
 from robot_dynamics.cli import main
 from robot_dynamics.identification.bounds import (
+    MASS_BAND,
     Ellipsoid,
     link_ellipsoids,
     plausibility,
@@ -168,3 +170,35 @@ def test_report_names_each_links_bound(tmp_path: Path, capsys: pytest.CaptureFix
     assert main([*argv, "--jobs", "1", "--no-bounds", "--no-compare-friction"]) == 0
     data = json.loads(report.read_text())
     assert data["plausibility"]["bounded"] is False and data["friction_comparison"] == []
+
+
+def test_the_consistent_fit_keeps_each_mass_within_the_band() -> None:
+    """A truth whose upper arm is three times the stock one (still a rigid body inside its bound): the
+    torques do not pin the links' masses down one by one, and unbanded the fit puts more than twice the
+    stock mass on some links; banded, every mass stays within ``MASS_BAND`` times the stock (the edge
+    active), every link is plausible, and the torques are explained as well (the band costs < 1 %)."""
+    stock = rd.load_robot(UR5, tip_link="tool0")
+    truth = perturbed_model(stock, seed=2)
+    arm = truth.joints[1].link
+    heavier = 3.0 * stock.joints[1].link.mass / arm.mass
+    joints = list(truth.joints)
+    joints[1] = replace(joints[1], link=Inertial(arm.mass * heavier, arm.com, arm.inertia * heavier))
+    truth = truth.with_changes(joints=tuple(joints))
+    rec = record(truth, 4.0, 250.0, seed=4, effort_noise=np.full(6, 0.05))
+    superset, pset = reduction_parameter_set(), friction_parameter_set("viscous-coulomb")
+    settings = PipelineSettings(polyorder=6, window_s=0.1, reversal_velocity=0.0)
+    stats = [statistics_from_arrays(stock, superset, rec.t, rec.q, rec.qd, rec.tau, settings)]
+    options = {"settings": settings, "reduced": superset, "geometry": link_points(UR5, tip_link="tool0")}
+    free = fit_statistics(stock, pset, stats, bounded=False, **options)  # type: ignore[arg-type]
+    banded = fit_statistics(stock, pset, stats, base=free.base, **options)  # type: ignore[arg-type]
+    lay = pset.layout(stock)
+
+    def ratios(theta: np.ndarray) -> np.ndarray:
+        return np.array([theta[lay.link_slice(i)][0] / j.link.mass for i, j in enumerate(stock.joints)])
+
+    assert ratios(free.fit.theta).max() > 2.2  # the band matters here
+    banded_ratios = ratios(banded.fit.theta)
+    assert np.all((banded_ratios >= MASS_BAND[0]) & (banded_ratios <= MASS_BAND[1])), banded_ratios
+    assert banded_ratios.max() == pytest.approx(MASS_BAND[1], rel=1e-3)
+    assert all(row["plausible"] for row in banded.plausibility), banded.plausibility
+    assert free.fit.cost <= banded.fit.cost <= 1.01 * free.fit.cost

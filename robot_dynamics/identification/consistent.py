@@ -105,22 +105,30 @@ def strictly_consistent_link(phi: ArrayLike, floor: float = START_FLOOR) -> Floa
 @dataclass(frozen=True, eq=False)
 class ConsistentSet:
     """The constraints of a parameter set on theta: ``links`` the slices of the identified links'
-    10 parameters; ``levels (k, p)`` rows ``l`` with ``l theta >= 0`` (armature, viscous, Coulomb
-    levels); ``joint (p, p_j)`` / ``joint_inverse`` map the per-joint values (levels and offsets) to
-    theta's joint columns and back."""
+    10 parameters; ``levels (k, p)`` rows ``l`` with ``l theta >= floor`` (armature, viscous, Coulomb
+    levels, density bounds: floor 0; a mass band ``a m0 <= m <= b m0``: floors ``a m0`` and ``-b m0``);
+    ``joint (p, p_j)`` / ``joint_inverse`` map the per-joint values (levels and offsets) to theta's joint
+    columns and back."""
 
     links: tuple[slice, ...]
     levels: FloatArray
     joint: FloatArray
     bounded: np.ndarray
     inside: tuple[FloatArray | None, ...] = ()  # per link a body strictly inside its bound (None: unbounded)
+    floors: FloatArray | None = None  # per level row its lower bound (None: all 0)
+    masses: tuple[tuple[float, float] | None, ...] = ()  # per link the mass band (None: no band)
 
     @staticmethod
     def of(
-        model: RobotModel, pset: ParameterSet, bounds: Sequence[tuple[FloatArray, FloatArray] | None] | None = None
+        model: RobotModel,
+        pset: ParameterSet,
+        bounds: Sequence[tuple[FloatArray, FloatArray] | None] | None = None,
+        mass_band: tuple[float, float] | None = None,
     ) -> ConsistentSet:
         """The constraints of ``pset``; ``bounds``: per model link ``(row, inside)`` — the density bound
-        ``row @ phi >= 0`` (a bounding ellipsoid, :mod:`.bounds`) and a body strictly inside it — or None."""
+        ``row @ phi >= 0`` (a bounding ellipsoid, :mod:`.bounds`) and a body strictly inside it — or None;
+        ``mass_band (a, b)``: each identified link's mass within ``[a, b]`` times its stock mass (links of
+        stock mass 0 are not banded)."""
         lay = pset.layout(model)
         rows: list[list[tuple[int, float]]] = []  # per joint value: (theta column, coefficient)
         bounded: list[bool] = []
@@ -149,6 +157,8 @@ class ConsistentSet:
         values_of = np.linalg.pinv(joint)  # values = values_of @ theta (exact: the map is invertible)
         levels: FloatArray = values_of[flags]
         inside: list[FloatArray | None] = []
+        floors = [0.0] * levels.shape[0]
+        masses: list[tuple[float, float] | None] = []
         for i in lay.links:
             bound = None if bounds is None else bounds[i]
             inside.append(None if bound is None else np.asarray(bound[1], dtype=float))
@@ -156,8 +166,19 @@ class ConsistentSet:
                 extra = np.zeros((1, lay.size))
                 extra[0, lay.link_slice(i)] = bound[0]
                 levels = np.vstack([levels, extra])
+                floors.append(0.0)
+            stock = model.joints[i].link.mass
+            masses.append(None if mass_band is None or stock <= 0.0 else (mass_band[0] * stock, mass_band[1] * stock))
+            band = masses[-1]
+            if band is not None:  # m >= low, -m >= -high (the link's first parameter is its mass)
+                extra = np.zeros((2, lay.size))
+                extra[:, lay.link_slice(i).start] = (1.0, -1.0)
+                levels = np.vstack([levels, extra])
+                floors += [band[0], -band[1]]
         links = tuple(lay.link_slice(i) for i in lay.links)
-        return ConsistentSet(links, levels.reshape(-1, lay.size), joint, flags, tuple(inside))
+        return ConsistentSet(
+            links, levels.reshape(-1, lay.size), joint, flags, tuple(inside), np.array(floors), tuple(masses)
+        )
 
     def feasible_start(self, theta: FloatArray, level_floor: FloatArray) -> FloatArray:
         """``theta`` with every link strictly consistent and every level at least ``level_floor``."""
@@ -167,6 +188,12 @@ class ConsistentSet:
             inside = self.inside[k] if k < len(self.inside) else None
             if inside is not None:
                 out[sl] = _blend_inside(out[sl], inside, self.levels[:, sl])
+            band = self.masses[k] if k < len(self.masses) else None
+            if band is not None:  # scaled into the band with room: still a rigid body inside its bound
+                low, high = band
+                mass = float(out[sl][0])
+                target = min(max(mass, low + 0.05 * (high - low)), high - 0.05 * (high - low))
+                out[sl] = out[sl] * (target / mass)
         if self.joint.shape[1]:
             values = np.linalg.lstsq(self.joint, theta, rcond=None)[0]
             floor: FloatArray = np.asarray(level_floor, dtype=float).reshape(-1)
@@ -192,18 +219,19 @@ def _blend_inside(phi: FloatArray, inside: FloatArray, rows: FloatArray) -> Floa
 
 
 class _Barrier:
-    """``Phi(u) = -sum log det J_i - sum log(l u)`` in scaled parameters ``u`` (``theta = u / scale``)."""
+    """``Phi(u) = -sum log det J_i - sum log(l u - floor)`` in scaled parameters ``u`` (``theta = u / scale``)."""
 
     def __init__(self, cset: ConsistentSet, inv_scale: FloatArray) -> None:
         self.index = np.array([np.arange(sl.start, sl.stop) for sl in cset.links], dtype=np.intp).reshape(-1, 10)
         self.basis = _BASIS[None] * inv_scale[self.index][:, :, None, None]  # (L, 10, 4, 4) per unit of u
         self.levels = cset.levels * inv_scale  # (k, p)
+        self.floors = np.zeros(len(self.levels)) if cset.floors is None else cset.floors
         self.nu = 4 * len(cset.links) + self.levels.shape[0]
 
     def value(self, u: FloatArray) -> float:
         """``Phi(u)``, ``inf`` outside the strictly consistent set."""
         J = np.einsum("lk,lkab->lab", u[self.index], self.basis)
-        s = self.levels @ u
+        s = self.levels @ u - self.floors
         if np.any(s <= 0.0):
             return float("inf")
         try:
@@ -225,7 +253,7 @@ class _Barrier:
             for rows, b in zip(self.index, block, strict=True):
                 hess[np.ix_(rows, rows)] += b
         if self.levels.shape[0]:
-            inv = 1.0 / (self.levels @ u)
+            inv = 1.0 / (self.levels @ u - self.floors)
             grad -= self.levels.T @ inv
             hess += (self.levels.T * inv**2) @ self.levels
         return grad, hess
@@ -300,6 +328,7 @@ def fit_consistent(
     tol: float = 1e-9,
     max_steps: int = 1000,
     bounds: Sequence[tuple[FloatArray, FloatArray] | None] | None = None,
+    mass_band: tuple[float, float] | None = None,
 ) -> Fit:
     """The physically consistent weighted least-squares estimate (module docstring).
 
@@ -309,7 +338,8 @@ def fit_consistent(
     provably within ``tol`` (relative) of the optimum or after ``max_steps`` Newton steps; the bound it
     reached is ``Fit.optimality_gap`` (``inf`` if the steps ran out first; the estimate is consistent
     either way). ``std_base`` are those of the unconstrained problem at the consistent estimate.
-    ``bounds``: per link a density bound ``(row, inside)`` (:meth:`ConsistentSet.of`, :mod:`.bounds`).
+    ``bounds``: per link a density bound ``(row, inside)`` (:meth:`ConsistentSet.of`, :mod:`.bounds`);
+    ``mass_band``: each identified link's mass within these multiples of its stock mass.
     """
     if not (null_weight > 0.0 and tol > 0.0):
         raise IdentificationError(f"null_weight and tol must be > 0, got {null_weight!r} and {tol!r}")
@@ -324,7 +354,7 @@ def fit_consistent(
     scale = np.where(positive, base.scale_full, np.min(base.scale_full[positive], initial=1.0))
     inv_scale = 1.0 / scale
     R = Ct @ ((prob.scale[:, None] * base.K) * inv_scale)  # z = S K theta = S K u / scale
-    cset = ConsistentSet.of(model, pset, bounds)
+    cset = ConsistentSet.of(model, pset, bounds, mass_band)
     ls = fit_least_squares(ne, base, nom, prior_weight=max(prior_weight, 1e-9))
     info = ne.count * float(np.sum(ne.weights))
     torque = max(float(np.mean(ls.residual_rms)), 1e-9 * float(np.sqrt(np.mean(ne.btb_joint) / ne.count)), 1e-300)

@@ -15,7 +15,7 @@ from robot_dynamics.errors import ModelError
 from robot_dynamics.model import FloatArray, RobotModel
 
 from .base import BaseParameters, base_parameters
-from .bounds import Ellipsoid, density_bounds, link_ellipsoids, plausibility
+from .bounds import MASS_BAND, Ellipsoid, density_bounds, link_ellipsoids, plausibility
 from .columns import ColumnSums
 from .consistent import fit_consistent
 from .estimate import NormalEquations, fit_least_squares
@@ -112,7 +112,7 @@ def fit_statistics(
     the data were reduced with when it is a superset of ``pset`` (:mod:`.friction_laws`); ``geometry``:
     per link the points of its shapes (:func:`robot_dynamics.models.link_geometry.link_points`) for its
     bounding ellipsoid (:mod:`.bounds`; the joint frames where None); ``bounded``: the consistent fit
-    keeps each link's mass in its ellipsoid."""
+    keeps each link's mass in its ellipsoid and within :data:`.bounds.MASS_BAND` times its stock mass."""
     settings = settings or PipelineSettings()
     friction = check_friction(friction)
     if not stats:
@@ -201,7 +201,16 @@ def fit_statistics(
     if consistent:
         effective_prior = prior_weight if prior_weight > 0.0 else CONSISTENT_PRIOR
         limits = density_bounds(model, ellipsoids) if bounded else None
-        fit = fit_consistent(weighted, model, pset, base, nominal=nominal, prior_weight=effective_prior, bounds=limits)
+        fit = fit_consistent(
+            weighted,
+            model,
+            pset,
+            base,
+            nominal=nominal,
+            prior_weight=effective_prior,
+            bounds=limits,
+            mass_band=MASS_BAND if bounded else None,
+        )
         ratio = fit.cost / wls.cost if wls.cost > 0.0 else 1.0
         if ratio > COST_WARNING:
             warnings.append(
