@@ -202,3 +202,9 @@ def test_the_consistent_fit_keeps_each_mass_within_the_band() -> None:
     assert banded_ratios.max() == pytest.approx(MASS_BAND[1], rel=1e-3)
     assert all(row["plausible"] for row in banded.plausibility), banded.plausibility
     assert free.fit.cost <= banded.fit.cost <= 1.01 * free.fit.cost
+    edge = [row["joint"] for row in banded.plausibility if row["at_band_edge"]]  # said, not hidden
+    assert edge and all(
+        any(f"{name!r}: mass" in w and "held at the edge of the mass band" in w for w in banded.warnings)
+        for name in edge
+    )
+    assert not any("mass band" in w for w in free.warnings)

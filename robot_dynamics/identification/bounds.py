@@ -184,6 +184,7 @@ def plausibility(model: RobotModel, fitted: Sequence[ArrayLike], bounds: Sequenc
                 "density_bound": float(ellipsoid.row() @ p) >= -1e-9 * max(abs(mass), 1e-12),
                 "plausible": not flags,
                 "flags": flags,
+                "at_band_edge": stock > 0.0 and min(abs(mass / stock - edge) for edge in MASS_BAND) < 2e-3,
             }
         )
     return rows

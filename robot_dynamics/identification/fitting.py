@@ -237,6 +237,12 @@ def fit_statistics(
     plausible = plausibility(model, fitted, ellipsoids)
     for row in plausible:
         warnings += [f"link of joint {row['joint']!r}: {flag}" for flag in row["flags"]]
+        if consistent and bounded and row["at_band_edge"]:
+            warnings.append(
+                f"link of joint {row['joint']!r}: mass {row['mass']:.4g} kg held at the edge of the mass band "
+                f"[{MASS_BAND[0]:g}, {MASS_BAND[1]:g}] x stock {row['stock_mass']:.4g} kg: the torques ask for more, "
+                "or cannot tell this mass from the others (--no-bounds shows the unbanded fit)"
+            )
     rms: dict[str, FloatArray | None] = {
         "nominal_train": _rms(train_part.sse, train.rows),
         "identified_train": np.asarray(train.residual_rms(fit.theta), dtype=float),
