@@ -17,6 +17,7 @@ from models_reference import link_frames, world_inertials
 
 from robot_dynamics.cli import main
 from robot_dynamics.dynamics import inverse_dynamics
+from robot_dynamics.errors import ModelError
 from robot_dynamics.model import RobotModel
 from robot_dynamics.models import ModelWarning, bundled_robots, load_robot, loads_urdf, model_to_urdf
 
@@ -194,3 +195,19 @@ def test_cli_export_urdf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["export-urdf", "scara", "--no-visuals"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("<?xml") and "<visual>" not in text and 'name="joint3" type="prismatic"' in text
+
+
+def test_the_smooth_direction_function_survives_the_urdf_round_trip(capsys: pytest.CaptureFixture[str]) -> None:
+    """``smooth_kind`` goes into the ``<robot_dynamics>`` element (only when not the default) and back;
+    ``info`` names it; a bad value names the element and the attribute."""
+    model = load_robot("puma560")
+    assert "smooth_kind" not in model_to_urdf(model) and reload(model).smooth_kind == "tanh"
+    linear = model.with_changes(smooth_kind="linear")
+    text = model_to_urdf(linear)
+    assert '<smooth_kind value="linear"/>' in text and reload(linear).smooth_kind == "linear"
+    with pytest.raises(ModelError, match=r"<robot_dynamics>/smooth_kind@value.*'cubic'"):
+        loads_urdf(text.replace('<smooth_kind value="linear"/>', '<smooth_kind value="cubic"/>'))
+    with pytest.raises(ValueError, match="smooth_kind must be one of"):
+        model.with_changes(smooth_kind="cubic")
+    assert main(["info", "one_axis"]) == 0  # a robot with joint friction
+    assert "friction (smooth direction function: tanh):" in capsys.readouterr().out

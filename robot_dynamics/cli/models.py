@@ -157,7 +157,8 @@ def describe(model: RobotModel) -> str:
     frictions = [(j.name, _friction_text(j)) for j in model.joints]
     frictions = [(name, text) for name, text in frictions if text]
     if frictions:
-        lines += ["", "friction:"] + [f"  {name}: {text}" for name, text in frictions]
+        lines += ["", f"friction (smooth direction function: {model.smooth_kind}):"]
+        lines += [f"  {name}: {text}" for name, text in frictions]
     if model.named_poses:
         lines += ["", "named poses (rad, m):"]
         for name, q in model.named_poses.items():
@@ -230,6 +231,7 @@ def as_json(model: RobotModel) -> dict[str, Any]:
         "base_link": model.base_link,
         "tip_link": model.tip_link,
         "motor_inertia_in_d": model.motor_inertia_in_d,
+        "smooth_kind": model.smooth_kind,
         "joint_names": model.joint_names,
         "joints": joints,
         "named_poses": {name: q.tolist() for name, q in model.named_poses.items()},
