@@ -10,6 +10,7 @@ vectorised batch.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -34,6 +35,7 @@ from robot_dynamics.dynamics import (
     prepare,
     simulate,
 )
+from robot_dynamics.dynamics._kernels import kernels
 from robot_dynamics.dynamics.direct_residual import direct_residual
 from robot_dynamics.dynamics.momentum_observer import (
     MomentumObserver,
@@ -139,6 +141,41 @@ def test_batch_equals_one_sample_at_a_time(puma_step_push: tuple[np.ndarray, ...
     run = observe(panda, t, q, qd, tau, gain)
     one = steps(panda, t, q, qd, tau, gain)
     assert np.max(np.abs(run.r - one)) <= 1e-12 * np.abs(one).max()
+
+
+@pytest.mark.parametrize("name", ["puma560", "stanford", "scara"])
+@pytest.mark.parametrize("kind", ["tanh", "linear", None])
+def test_the_compiled_step_equals_the_step_by_parts(name: str, kind: str | None) -> None:
+    """The compiled observer step (native library, the model's own friction) against the same step by
+    parts on the Python backend (momentum terms, inverse dynamics, drive): every sample, a gain change,
+    a model swap (a payload), a refused sample; revolute and prismatic joints; tanh, the linear window,
+    and no friction."""
+    compiled, by_parts = load_robot(name), load_robot(name)
+    if kind is None:  # no friction at all
+        joints = tuple(replace(j, friction=type(j.friction)(), motor=None) for j in compiled.joints)
+        compiled, by_parts = compiled.with_changes(joints=joints), by_parts.with_changes(joints=joints)
+    else:
+        compiled, by_parts = compiled.with_changes(smooth_kind=kind), by_parts.with_changes(smooth_kind=kind)
+    assert prepare(compiled, "native") == "native" and prepare(by_parts, "python") == "python"
+    n = compiled.dof
+    rng = np.random.default_rng(12)
+    t = np.cumsum(rng.uniform(0.0005, 0.004, 200))
+    q, qd, tau = rng.uniform(-1, 1, (200, n)), rng.uniform(-0.3, 0.3, (200, n)), rng.uniform(-20, 20, (200, n))
+    fast, slow = MomentumObserver(compiled, 50.0), MomentumObserver(by_parts, 50.0)
+    assert fast._key in kernels(compiled).native_library.single  # type: ignore[union-attr]
+    heavy = with_payload(compiled, 1.5, [0.0, 0.0, 0.05])
+    for k in range(200):
+        if k == 80:
+            fast.set_gain(30.0)
+            slow.set_gain(30.0)
+        if k == 120:
+            fast.set_model(heavy), slow.set_model(with_payload(by_parts, 1.5, [0.0, 0.0, 0.05]))
+        if k == 150:
+            with pytest.raises(StateError):
+                fast.update(t[k], q[k] * np.nan, qd[k], tau[k])
+        a, b = fast.update(t[k], q[k], qd[k], tau[k]), slow.update(t[k], q[k], qd[k], tau[k])
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-11 * max(1.0, float(np.abs(b).max())))
+    np.testing.assert_array_equal(fast.decay, slow.decay)
 
 
 def test_pushed_tool_a_wrench_through_the_jacobian_transpose() -> None:

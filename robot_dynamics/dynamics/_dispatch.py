@@ -163,6 +163,11 @@ TOOL_LOAD = KernelKey.rnea(velocity=False, acceleration=False, gravity=False, lo
 CORIOLIS_TENSOR = KernelKey.coriolis_tensor()
 MOMENTUM = {motor: KernelKey.momentum(motor) for motor in (False, True)}  # D qd, dD/dt qd
 JACOBIAN = KernelKey.jacobian()  # J in F_0, the tool rotation
+OBSERVER = {
+    (motor, variant): KernelKey.observer(motor, variant)
+    for motor in (False, True)
+    for variant in (None, *FRICTION_VARIANTS)
+}  # one step of the momentum observer, by (motor switch, friction variant or None)
 
 
 # -- validation -------------------------------------------------------------------------------------

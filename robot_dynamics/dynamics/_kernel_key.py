@@ -5,7 +5,7 @@ entry of the same program in a model's native library (:mod:`.native`); the disp
 (:mod:`._dispatch`) picks the key for a call. Keys are built by the constructors
 (:meth:`KernelKey.rnea`, :meth:`~KernelKey.inertia`, :meth:`~KernelKey.forward`,
 :meth:`~KernelKey.coriolis_tensor`, :meth:`~KernelKey.inverse_friction`, :meth:`~KernelKey.momentum`,
-:meth:`~KernelKey.jacobian`),
+:meth:`~KernelKey.jacobian`, :meth:`~KernelKey.observer`),
 which give every switch that does not apply to the algorithm its fixed value, so equal programs have
 equal keys. Keys are interned — constructing a key that exists returns the existing object — so
 equality is identity and a key is as cheap a dictionary index as a small integer (the dispatch's hot
@@ -17,13 +17,22 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-Kind = Literal["rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum", "jacobian"]
+Kind = Literal["rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum", "jacobian", "observer"]
 FrictionVariant = Literal["exact", "tanh", "linear"]
-KINDS: tuple[Kind, ...] = ("rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum", "jacobian")
+KINDS: tuple[Kind, ...] = (
+    "rnea",
+    "inertia",
+    "forward",
+    "coriolis_tensor",
+    "id_friction",
+    "momentum",
+    "jacobian",
+    "observer",
+)
 FRICTION_VARIANTS: tuple[FrictionVariant, ...] = ("exact", "tanh", "linear")
 """Friction programs: the discontinuous model (``smooth=False``) and the two smooth direction functions."""
 
-_MOTOR_KINDS = ("rnea", "inertia", "forward", "id_friction", "momentum")
+_MOTOR_KINDS = ("rnea", "inertia", "forward", "id_friction", "momentum", "observer")
 _interned: dict[tuple[Any, ...], KernelKey] = {}  # by field values: one object per key
 
 
@@ -43,6 +52,9 @@ class KernelKey:
       ``dD/dt qd`` (:mod:`.momentum`); inputs ``q, qd``.
     * ``"jacobian"``: the tool origin's geometric Jacobian in ``F_0`` (``6 n``, row-major) then the tool
       frame's rotation (9, row-major) (:mod:`.geometric_jacobian`); input ``q``.
+    * ``"observer"``: one step of the momentum observer (:mod:`.momentum_observer`, (3)) with the
+      model's friction program ``friction`` (``None``: no friction); inputs ``q, qd, tau_m``, the last
+      sample's ``(p, beta, r)`` (``3 n``) and ``(a, w, dt / 2)`` (``2 n + 1``); outputs ``(p, beta, r)``.
     """
 
     kind: Kind
@@ -74,8 +86,12 @@ class KernelKey:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kernel kind: expected one of {KINDS}, got {self.kind!r}")
-        if (self.kind == "id_friction") != (self.friction in FRICTION_VARIANTS):
+        needs = self.kind == "id_friction"
+        takes = needs or self.kind == "observer"
+        if (needs and self.friction not in FRICTION_VARIANTS) or (self.friction is not None and not takes):
             raise ValueError(f"kernel {self.kind!r}: friction variant {self.friction!r} does not apply")
+        if self.friction is not None and self.friction not in FRICTION_VARIANTS:
+            raise ValueError(f"kernel {self.kind!r}: unknown friction variant {self.friction!r}")
         _interned.setdefault(self.as_tuple(), self)
 
     def as_tuple(self) -> tuple[Any, ...]:
@@ -123,6 +139,10 @@ class KernelKey:
     @staticmethod
     def coriolis_tensor() -> KernelKey:
         return KernelKey("coriolis_tensor")
+
+    @staticmethod
+    def observer(motor: bool, variant: FrictionVariant | None) -> KernelKey:
+        return KernelKey("observer", motor=bool(motor), friction=variant)
 
     @staticmethod
     def jacobian() -> KernelKey:

@@ -33,6 +33,7 @@ from .cholesky import cholesky_solve
 from .crba import composite_inertia_matrix
 from .geometric_jacobian import geometric_jacobian
 from .momentum import momentum_and_rate
+from .observer_step import observer_step
 from .rnea import newton_euler
 
 CHUNK = 4096
@@ -113,6 +114,8 @@ class ModelKernels:
             return self.momentum(key.motor)
         if kind == "jacobian":
             return self.jacobian()
+        if kind == "observer":
+            return self.observer(key.motor, key.friction)
         assert key.friction is not None  # kind "id_friction" (KernelKey checks the pairing)
         return self.inverse_friction(key.motor, key.load, key.friction)
 
@@ -222,6 +225,34 @@ class ModelKernels:
             return tape.compile("forward", qdd)
 
         return self._get(KernelKey.forward(motor, load), build)
+
+    def observer(self, motor: bool, variant: FrictionVariant | None) -> Kernel:
+        """One observer step (:mod:`.observer_step`), ``3 n`` outputs; arguments q, qd, tau, prev (3 n),
+        coef (2 n + 1); ``variant`` None: without friction."""
+        key = KernelKey.observer(motor, variant)
+        found = self._built.get(key)
+        if found is not None:
+            return found
+        model = self._model()
+        assert model is not None  # the kernels are dropped with their model
+        p = friction_parameters(model) if variant is not None else None
+
+        def build() -> Kernel:
+            n = self.n
+            tape = Tape(FUNCTIONS)
+            q, qd, tau = tape.input("q", n), tape.input("qd", n), tape.input("tau", n)
+            prev, coef = tape.input("prev", 3 * n), tape.input("coef", 2 * n + 1)
+
+            def still(qd: Any, rigid: Any, f: Any, m: Any) -> Any:  # h + c + b
+                if p is None or variant is None:
+                    return rigid
+                force = [c for v in f for c in v] if p.has_bearing else None
+                moment = [c for v in m for c in v] if p.has_bearing else None
+                return trace_friction(p, variant, tape, qd, rigid, force, moment)
+
+            return tape.compile("observer", observer_step(self.chain, q, qd, tau, prev, coef, motor, still))
+
+        return self._get(key, build)
 
     # -- kinematics -----------------------------------------------------------------------------
     def jacobian(self) -> Kernel:

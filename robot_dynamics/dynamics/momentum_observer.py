@@ -56,9 +56,10 @@ from numpy.typing import ArrayLike
 from ..errors import StateError
 from ..model import FloatArray, RobotModel
 from ..user_input import per_joint
-from ._dispatch import MOMENTUM, general, single
+from ._dispatch import MOMENTUM, OBSERVER, friction_variant, general, single
 from ._kernels import kernels
 from .inverse import inverse_dynamics
+from .observer_step import observer_drive
 
 #: States per engine call in :func:`observe` (bounds the memory of D and the Coriolis tensor).
 CHUNK = 8192
@@ -127,8 +128,9 @@ def decay(gain: FloatArray, dt: ArrayLike) -> tuple[FloatArray, FloatArray]:
 
 
 def drive(w: FloatArray, dt: ArrayLike, dp: FloatArray, beta0: FloatArray, beta1: FloatArray) -> FloatArray:
-    """``u`` of (3): ``(1 - a) (Δp - dt (beta_k + beta_{k+1}) / 2) / dt`` with ``w = (1 - a) / dt``."""
-    return np.asarray(w * (dp - (0.5 * np.asarray(dt, dtype=np.float64)) * (beta0 + beta1)))
+    """``u`` of (3): ``(1 - a) (Δp - dt (beta_k + beta_{k+1}) / 2) / dt`` with ``w = (1 - a) / dt``
+    (:func:`.observer_step.observer_drive` on arrays)."""
+    return np.asarray(observer_drive(w, 0.5 * np.asarray(dt, dtype=np.float64), dp, beta0, beta1))
 
 
 def transition(
@@ -228,33 +230,47 @@ def observe(
 class MomentumObserver:
     """The observer (3) one sample at a time (a node's joint-state callback).
 
-        :meth:`update` takes a sample at a time later than the previous one and returns ``r``; a sample
-        that is refused (StateError: wrong shape, non-finite values, time not increasing) leaves the
-        observer as it was, so the next good sample continues correctly. Intervals equal to the nanosecond share their
-    ``exp(-K dt)`` (computed once at a fixed rate). :meth:`reset` starts over
-        (``r = 0``, the next sample is the new ``p(0)``); :meth:`set_model` swaps the model (a payload)
-        and carries on from the last sample; :attr:`gain` may change between samples. :attr:`decay` is
-        ``exp(-K dt)`` of the last interval (the collision detector's reversal weights use it).
+    :meth:`update` takes a sample at a time later than the previous one and returns ``r``; a sample that
+    is refused (StateError: wrong shape, non-finite values, time not increasing) leaves the observer as
+    it was, so the next good sample continues correctly. Intervals equal to the nanosecond share their
+    ``exp(-K dt)`` (computed once at a fixed rate). :meth:`reset` starts over (``r = 0``, the next sample
+    is the new ``p(0)``); :meth:`set_model` swaps the model (a payload) and carries on from the last
+    sample; :attr:`gain` may change between samples. :attr:`decay` is ``exp(-K dt)`` of the last
+    interval (the collision detector's reversal weights use it).
+
+    A step is one call of the compiled observer program (:mod:`.observer_step`) when the model's native
+    library holds it (the model's own friction, smooth or not as asked); otherwise the same formulas by
+    :func:`momentum_terms`, the inverse dynamics and :func:`drive`.
     """
 
     def __init__(self, model: RobotModel, gain: ArrayLike, *, friction: bool = True, smooth: bool = True) -> None:
-        self.model = model
         self.gain = observer_gain(gain, model.dof)
         self.friction, self.smooth = friction, smooth
-        self._b = friction and model.has_friction  # friction terms to compute
-        self.r: FloatArray = np.zeros(model.dof)
         self.samples = 0
         self._last: tuple[float, FloatArray, FloatArray, FloatArray] | None = None
-        self._p: FloatArray = self.r
-        self._beta: FloatArray = self.r
-        self._decay: tuple[int, FloatArray, FloatArray, FloatArray] | None = None  # dt in ns, gain, a, w
+        self._decay: tuple[int, FloatArray, FloatArray, FloatArray] | None = None  # dt in ns, gain, a, coef
         self.decay: FloatArray | None = None  # exp(-K dt) of the last interval (None: no interval yet)
+        self._use(model)
+        self._state: FloatArray = np.zeros(3 * model.dof)  # p, beta, r of the last sample
+        self._first: FloatArray = np.zeros(2 * model.dof + 1)  # a = w = 0: r stays 0 at the first sample
+
+    def _use(self, model: RobotModel) -> None:
+        self.model = model
+        self._b = self.friction and model.has_friction  # friction terms to compute
+        variant = friction_variant(self.smooth, model.smooth_kind) if self._b else None
+        self._key = OBSERVER[(kernels(model).motor_inertia_in_d, variant)]
+
+    @property
+    def r(self) -> FloatArray:
+        """The external torque estimate after the last sample (a copy)."""
+        n = self.model.dof
+        return self._state[2 * n :].copy()
 
     def set_gain(self, gain: ArrayLike) -> None:
         self.gain = observer_gain(gain, self.model.dof)
 
     def reset(self) -> None:
-        self.r = np.zeros(self.model.dof)
+        self._state = np.zeros(3 * self.model.dof)
         self._last = None
         self.decay = None
         self.samples = 0
@@ -264,17 +280,16 @@ class MomentumObserver:
         ``beta`` of the last sample are recomputed with them, so ``r`` does not jump at the change."""
         if model.dof != self.model.dof:
             raise StateError(f"model: {model.dof} joints, the observer has {self.model.dof}")
-        self.model = model
         self.friction = self.friction if friction is None else friction
         self.smooth = self.smooth if smooth is None else smooth
-        self._b = self.friction and model.has_friction
+        self._use(model)
         if self._last is not None:
             _, q, qd, tau = self._last
-            self._p, self._beta = self._terms(q, qd, tau)
-
-    def _terms(self, q: FloatArray, qd: FloatArray, tau_m: FloatArray) -> tuple[FloatArray, FloatArray]:
-        terms = momentum_terms(self.model, q, qd)
-        return terms[: terms.shape[0] // 2], _rate(self.model, terms, q, qd, tau_m, self._b, self.smooth, None)
+            n = model.dof
+            terms = momentum_terms(model, q, qd)
+            state = self._state.copy()
+            state[:n], state[n : 2 * n] = terms[:n], _rate(model, terms, q, qd, tau, self._b, self.smooth, None)
+            self._state = state
 
     def update(self, t: float, q: ArrayLike, qd: ArrayLike, tau_m: ArrayLike) -> FloatArray:
         """``r`` after the sample ``(q, qd, tau_m)`` at time ``t`` (s); the first sample gives ``r = 0``."""
@@ -287,18 +302,32 @@ class MomentumObserver:
         if last is not None and not t > last[0]:
             raise StateError(f"t: sample time {t!r} s does not follow the previous one ({last[0]!r} s)")
         qa, qda = np.array(q, dtype=np.float64), np.array(qd, dtype=np.float64)
-        p, beta = self._terms(qa, qda, tau)  # validates q, qd; nothing is changed before this succeeds
-        if last is not None:
+        if last is None:
+            a, coef, dt = None, self._first, 0.0
+        else:
             dt = t - last[0]
             cached, key = self._decay, round(dt * 1e9)
             if cached is None or cached[0] != key or cached[1] is not self.gain:  # a fixed rate: computed once
-                cached = self._decay = (key, self.gain, *decay(self.gain, dt))
-            self.r = cached[2] * self.r + drive(cached[3], dt, p - self._p, self._beta, beta)  # (3)
-            self.decay = cached[2]
+                a, w = decay(self.gain, dt)
+                cached = self._decay = (key, self.gain, a, np.concatenate([a, w, [0.5 * dt]]))
+            a, coef = cached[2], cached[3]
+            coef[-1] = 0.5 * dt  # the exact interval (the cache is keyed to the nanosecond)
+        state = single(self.model, kernels(self.model), None, self._key, qa, qda, tau, self._state, coef)
+        if state is None:  # not compiled (or a state the compiled call does not take): the same by parts
+            p, beta = self._terms(qa, qda, tau)  # validates q, qd; nothing is changed before this succeeds
+            r = self._state[2 * n :]
+            if a is not None:
+                r = a * r + drive(coef[n : 2 * n], dt, p - self._state[:n], self._state[n : 2 * n], beta)  # (3)
+            state = np.concatenate([p, beta, r])
+        self._state = state
+        self.decay = a
         self._last = (float(t), qa, qda, tau)
-        self._p, self._beta = p, beta
         self.samples += 1
-        return self.r.copy()
+        return state[2 * n :].copy()
+
+    def _terms(self, q: FloatArray, qd: FloatArray, tau_m: FloatArray) -> tuple[FloatArray, FloatArray]:
+        terms = momentum_terms(self.model, q, qd)
+        return terms[: terms.shape[0] // 2], _rate(self.model, terms, q, qd, tau_m, self._b, self.smooth, None)
 
 
 __all__ = [

@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from ..model import FloatArray, RobotModel
 from . import _c_codegen, _c_extension
 from ._c_extension import Entry
 from ._friction_trace import friction_kernel
-from ._kernel_key import FRICTION_VARIANTS, KernelKey
+from ._kernel_key import FRICTION_VARIANTS, FrictionVariant, KernelKey
 from ._kernels import ModelKernels, kernels
 
 FLAGS: tuple[str, ...] = ("-O1", "-fno-math-errno", "-ffp-contract=off", "-pthread")
@@ -96,10 +96,11 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
     """Trace the kernels, emit C, compile the extension module ``module`` into ``target`` and write
     ``meta.json`` (last).
 
-    Twelve traced programs are compiled: Newton–Euler with/without tool load and reactions, D, c, h,
+    Thirteen traced programs are compiled: Newton–Euler with/without tool load and reactions, D, c, h,
     the gravity-free reactions, forward dynamics (with/without tool load) for the model's
     motor-inertia setting, the generalized momentum with its rate (:mod:`.momentum`; with and
-    without motor inertia) and the tool Jacobian (:mod:`.geometric_jacobian`). The other
+    without motor inertia), the tool Jacobian (:mod:`.geometric_jacobian`) and the momentum observer's
+    step with the model's default friction (:mod:`.observer_step`). The other
     motor-inertia variants, the other forward dynamics (Newton–Euler bias + D + Cholesky), h_ikm
     (probing h) and inverse dynamics with friction are small C functions calling them, so the library
     compiles in one to two seconds.
@@ -131,6 +132,10 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
         rnea(gravity=False, reactions=True),  # unit reactions of the stick-slip solver
         *(KernelKey.momentum(motor) for motor in motor_options),  # the momentum observer's p, dD/dt qd
         KernelKey.jacobian(),
+        # the observer step a node runs: the model's D setting and its default friction (smooth, its kind)
+        KernelKey.observer(
+            K.motor_inertia_in_d, cast(FrictionVariant, model.smooth_kind) if model.has_friction else None
+        ),
     ]
     for load in (False, True):
         key = KernelKey.forward(K.motor_inertia_in_d and motors, load)
