@@ -7,10 +7,12 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2 wheels) is not installed")
 
+from geometry_msgs.msg import WrenchStamped
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
+from robot_dynamics.ros.contact_node import WRENCH
 from robot_dynamics.ros.serialized import SerializedTemplate
 
 # names of every length modulo 4 and 8, so the arrays' CDR alignment padding differs between cases
@@ -71,3 +73,19 @@ def test_a_wrong_length_raises_and_leaves_the_bytes_intact() -> None:
 
 def test_no_template_for_empty_arrays() -> None:
     assert SerializedTemplate.build(Float64MultiArray(), ("data",), 0, stamped=False) is None
+
+
+@pytest.mark.parametrize("frame", ["tool0", "base_link", ""])
+def test_wrench_bytes_deserialise_to_the_message(frame: str) -> None:
+    """A WrenchStamped's six fields side by side, as the contact node publishes its tool wrench."""
+    template = WrenchStamped()
+    template.header.frame_id = frame
+    filler = SerializedTemplate.build(template, (), 0, stamped=True, groups=(WRENCH,))
+    assert filler is not None
+    values = np.array([1.5, -2.25, 3.0, -0.125, 0.5, 7.75])
+    msg = deserialize_message(filler.fill((12, 345), values), WrenchStamped)
+    f, n = msg.wrench.force, msg.wrench.torque
+    assert [f.x, f.y, f.z, n.x, n.y, n.z] == values.tolist()
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (12, 345, frame)
+    with pytest.raises(ValueError):
+        filler.fill((12, 345), values[:5])

@@ -68,6 +68,10 @@ from robot_dynamics.ros.serialized import SerializedTemplate
 CollisionEvent: Any = import_module("robot_dynamics_interfaces.msg").CollisionEvent
 
 
+WRENCH = tuple(f"wrench.{part}.{axis}" for part in ("force", "torque") for axis in "xyz")
+"""The WrenchStamped fields of an estimate ``[fx, fy, fz, nx, ny, nz]``, in the order CDR holds them."""
+
+
 class ContactNode(RobotNode):
     def __init__(self, node_name: str = "contact_node", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
@@ -84,6 +88,7 @@ class ContactNode(RobotNode):
         self._origin = 0
         self._effort_index: dict[tuple[str, ...], np.ndarray | str] = {}
         self._torque_raw: SerializedTemplate | None = None
+        self._wrench_raw: dict[str, SerializedTemplate | None] = {}  # by frame_id
         self._torque_msg = JointState()
         for name, (default, description, check) in PARAMETERS.items():
             self.declare_dynamic(name, default, description, check, partial(self._change, name))
@@ -287,10 +292,19 @@ class ContactNode(RobotNode):
             model, q, r, frame=frame, damping=s["wrench_damping"], floor=s["wrench_singular_value_floor"]
         )
         self.wrench_condition = float(est.condition)
+        frame_id = model.base_link if frame == "base" else model.tip_link
+        if frame_id not in self._wrench_raw:  # serialised once per frame, then only stamp and values written
+            template = WrenchStamped()
+            template.header.frame_id = frame_id
+            self._wrench_raw[frame_id] = SerializedTemplate.build(template, (), 0, stamped=True, groups=(WRENCH,))
+        raw = self._wrench_raw[frame_id]
+        if raw is not None:
+            self.wrench_pub.publish(raw.fill(divmod(stamp, 1_000_000_000), est.wrench))
+            return
         f = est.wrench.tolist()
         out = WrenchStamped()
         out.header.stamp = ns_to_stamp(stamp)
-        out.header.frame_id = model.base_link if frame == "base" else model.tip_link
+        out.header.frame_id = frame_id
         out.wrench.force.x, out.wrench.force.y, out.wrench.force.z = f[0], f[1], f[2]
         out.wrench.torque.x, out.wrench.torque.y, out.wrench.torque.z = f[3], f[4], f[5]
         self.wrench_pub.publish(out)

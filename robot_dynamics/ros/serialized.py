@@ -4,7 +4,8 @@ A node that publishes the same message shape at every joint state (the same join
 the same length) pays, per message, for the conversion of the Python message to its C structure and
 its CDR serialisation — as much as the torque law. :class:`SerializedTemplate` serialises the
 message once with the RMW's own serialiser (``rclpy.serialization.serialize_message``), locates the
-bytes of its ``header.stamp`` and of its float64 arrays by probe values, and checks the result by
+bytes of its ``header.stamp``, of its float64 arrays and of groups of float64 fields that lie side by
+side (a ``WrenchStamped``'s force and torque) by probe values, and checks the result by
 deserialising a filled probe (``deserialize_message``). Per message it only overwrites those bytes
 (``struct.pack_into`` and a NumPy view of the buffer) and hands ``bytes`` to ``Publisher.publish``,
 which publishes them as they are (``publish_raw``). The subscribers receive the same message.
@@ -34,38 +35,50 @@ class SerializedTemplate:
     """``template`` serialised once; :meth:`fill` overwrites its stamp and float64 arrays per message.
 
     ``fields``: names of float64 array fields of ``template`` (their length is fixed at ``size``);
+    ``groups``: each a sequence of dotted paths of float64 fields that the serialised form holds side by
+    side (e.g. ``wrench.force.x`` .. ``wrench.torque.z``), filled as one array after the fields;
     ``stamped``: the message has a ``header.stamp`` to overwrite. Use :meth:`build`, which returns
     None when the serialised form cannot be located and checked (the caller then publishes messages).
     """
 
-    def __init__(self, data: bytes, stamp: int | None, offsets: Sequence[int], size: int) -> None:
+    def __init__(self, data: bytes, stamp: int | None, offsets: Sequence[int], sizes: Sequence[int]) -> None:
         self._buffer = bytearray(data)
         self._stamp = stamp
-        self.size = size
         self._views: list[FloatArray] = [
-            np.ndarray((size,), dtype="<f8", buffer=self._buffer, offset=o) for o in offsets
+            np.ndarray((size,), dtype="<f8", buffer=self._buffer, offset=offset)
+            for offset, size in zip(offsets, sizes, strict=True)
         ]
 
     @classmethod
-    def build(cls, template: Any, fields: Sequence[str], size: int, stamped: bool) -> SerializedTemplate | None:
+    def build(
+        cls,
+        template: Any,
+        fields: Sequence[str],
+        size: int,
+        stamped: bool,
+        groups: Sequence[Sequence[str]] = (),
+    ) -> SerializedTemplate | None:
         """The filler of ``template``'s shape, or None if its CDR form is not little-endian and plain."""
-        if size == 0:
+        if fields and size == 0:
             return None
         msg_type = type(template)
-        probe = _probe(template, fields, size, stamped, 1.0)
+        probe = _probe(template, fields, size, stamped, 1.0, groups)
         data = serialize_message(probe)
         if len(data) < 4 or data[:2] != b"\x00\x01":  # CDR little-endian encapsulation
             return None
-        offsets = [_find_once(data, np.asarray(getattr(probe, f), dtype="<f8").tobytes()) for f in fields]
+        values = [np.asarray(getattr(probe, f), dtype="<f8") for f in fields]
+        values += [np.array([_get(probe, path) for path in group], dtype="<f8") for group in groups]
+        offsets = [_find_once(data, v.tobytes()) for v in values]
         stamp = _find_once(data, _STAMP.pack(*_PROBE_STAMP)) if stamped else None
         if any(o is None for o in offsets) or (stamped and stamp is None):
             return None
-        filler = cls(data, stamp, [o for o in offsets if o is not None], size)
+        filler = cls(data, stamp, [o for o in offsets if o is not None], [v.size for v in values])
         # check: a different probe filled in must deserialise to the message it stands for
-        check = _probe(template, fields, size, stamped, -7.25)
+        check = _probe(template, fields, size, stamped, -7.25, groups)
         raw = filler.fill(
             (check.header.stamp.sec, check.header.stamp.nanosec) if stamped else None,
             *(np.asarray(getattr(check, f), dtype=np.float64) for f in fields),
+            *(np.array([_get(check, path) for path in group]) for group in groups),
         )
         if deserialize_message(raw, msg_type) != check:  # field by field (padding bytes are unspecified)
             return None
@@ -80,13 +93,32 @@ class SerializedTemplate:
         return bytes(self._buffer)
 
 
-def _probe(template: Any, fields: Sequence[str], size: int, stamped: bool, scale: float) -> Any:
-    """A copy of ``template`` with distinct, non-repeating values in the arrays and the stamp."""
+def _get(msg: Any, path: str) -> float:
+    for name in path.split("."):
+        msg = getattr(msg, name)
+    return float(msg)
+
+
+def _set(msg: Any, path: str, value: float) -> None:
+    *parents, name = path.split(".")
+    for parent in parents:
+        msg = getattr(msg, parent)
+    setattr(msg, name, value)
+
+
+def _probe(
+    template: Any, fields: Sequence[str], size: int, stamped: bool, scale: float, groups: Sequence[Sequence[str]] = ()
+) -> Any:
+    """A copy of ``template`` with distinct, non-repeating values in the arrays, the groups and the stamp."""
     msg = serialize_message(template)
     probe = deserialize_message(msg, type(template))
     for k, field in enumerate(fields):
         values = scale * (np.pi * (k + 1) + np.sqrt(np.arange(1, size + 1) * (k + 2)))
         setattr(probe, field, values.tolist())
+    for k, group in enumerate(groups, start=len(fields)):
+        values = scale * (np.pi * (k + 1) + np.sqrt(np.arange(1, len(group) + 1) * (k + 2)))
+        for path, value in zip(group, values.tolist(), strict=True):
+            _set(probe, path, value)
     if stamped:
         sec, nanosec = _PROBE_STAMP
         probe.header.stamp.sec = sec if scale > 0 else sec // 3
