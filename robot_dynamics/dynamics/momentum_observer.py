@@ -61,7 +61,7 @@ from ._kernels import kernels
 from .inverse import inverse_dynamics
 from .observer_step import observer_drive
 
-#: States per engine call in :func:`observe` (bounds the memory of D and the Coriolis tensor).
+#: States per engine call in :func:`observe` (bounds the memory of the engine's intermediate arrays).
 CHUNK = 8192
 
 
@@ -285,11 +285,8 @@ class MomentumObserver:
         self._use(model)
         if self._last is not None:
             _, q, qd, tau = self._last
-            n = model.dof
-            terms = momentum_terms(model, q, qd)
-            state = self._state.copy()
-            state[:n], state[n : 2 * n] = terms[:n], _rate(model, terms, q, qd, tau, self._b, self.smooth, None)
-            self._state = state
+            p, beta = self._terms(q, qd, tau)
+            self._state = np.concatenate([p, beta, self._state[2 * model.dof :]])
 
     def update(self, t: float, q: ArrayLike, qd: ArrayLike, tau_m: ArrayLike) -> FloatArray:
         """``r`` after the sample ``(q, qd, tau_m)`` at time ``t`` (s); the first sample gives ``r = 0``."""
