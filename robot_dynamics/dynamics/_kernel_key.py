@@ -32,6 +32,10 @@ KINDS: tuple[Kind, ...] = (
 FRICTION_VARIANTS: tuple[FrictionVariant, ...] = ("exact", "tanh", "linear")
 """Friction programs: the discontinuous model (``smooth=False``) and the two smooth direction functions."""
 
+_FRICTION_OF: dict[str, tuple[FrictionVariant | None, ...]] = {  # the friction switch's values by kind
+    "id_friction": FRICTION_VARIANTS,
+    "observer": (None, *FRICTION_VARIANTS),
+}
 _MOTOR_KINDS = ("rnea", "inertia", "forward", "id_friction", "momentum", "observer")
 _interned: dict[tuple[Any, ...], KernelKey] = {}  # by field values: one object per key
 
@@ -86,12 +90,8 @@ class KernelKey:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kernel kind: expected one of {KINDS}, got {self.kind!r}")
-        needs = self.kind == "id_friction"
-        takes = needs or self.kind == "observer"
-        if (needs and self.friction not in FRICTION_VARIANTS) or (self.friction is not None and not takes):
+        if self.friction not in _FRICTION_OF.get(self.kind, (None,)):
             raise ValueError(f"kernel {self.kind!r}: friction variant {self.friction!r} does not apply")
-        if self.friction is not None and self.friction not in FRICTION_VARIANTS:
-            raise ValueError(f"kernel {self.kind!r}: unknown friction variant {self.friction!r}")
         _interned.setdefault(self.as_tuple(), self)
 
     def as_tuple(self) -> tuple[Any, ...]:

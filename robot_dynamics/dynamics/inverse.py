@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..friction import FrictionTerms, apply_friction, friction_total
+from ..friction.smooth import model_kind
 from ..model import FloatArray, RobotModel
 from ._dispatch import (
     GRAVITY,
@@ -174,8 +175,7 @@ def inverse_dynamics(
     K = kernels(model)
     motor = K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)
     use_friction = bool(friction) and K.has_friction
-    if smooth_kind is None:
-        smooth_kind = model.smooth_kind
+    smooth_kind = model_kind(model, smooth_kind)
     if wrench is None and not breakdown:  # one state: the key of the fused program, no validation
         key = INVERSE.get((motor, (smooth_kind if smooth else "exact") if use_friction else None))
         if key is not None:  # (None: a bad smooth_kind, reported below)

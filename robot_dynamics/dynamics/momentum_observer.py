@@ -258,7 +258,8 @@ class MomentumObserver:
         self.model = model
         self._b = self.friction and model.has_friction  # friction terms to compute
         variant = friction_variant(self.smooth, model.smooth_kind) if self._b else None
-        self._key = OBSERVER[(kernels(model).motor_inertia_in_d, variant)]
+        self._kernels = kernels(model)
+        self._key = OBSERVER[(self._kernels.motor_inertia_in_d, variant)]
 
     @property
     def r(self) -> FloatArray:
@@ -309,7 +310,7 @@ class MomentumObserver:
                 cached = self._decay = (key, self.gain, a, np.concatenate([a, w, [0.5 * dt]]))
             a, coef = cached[2], cached[3]
             coef[-1] = 0.5 * dt  # the exact interval (the cache is keyed to the nanosecond)
-        state = single(self.model, kernels(self.model), None, self._key, qa, qda, tau, self._state, coef)
+        state = single(self.model, self._kernels, None, self._key, qa, qda, tau, self._state, coef)
         if state is None:  # not compiled (or a state the compiled call does not take): the same by parts
             p, beta = self._terms(qa, qda, tau)  # validates q, qd; nothing is changed before this succeeds
             r = self._state[2 * n :]

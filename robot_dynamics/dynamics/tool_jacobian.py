@@ -30,16 +30,13 @@ def jacobian(model: RobotModel, q: object, *, frame: Frame = "base") -> FloatArr
     out = single(model, K, None, JACOBIAN, q)
     if out is None:
         out = general(model, K, None, JACOBIAN, q=q)  # type: ignore[arg-type]
-    J = out[..., : 6 * n].reshape(*out.shape[:-1], 2, 3, n)  # the row blocks v, w
-    if frame == "base":
-        return J.reshape(*out.shape[:-1], 6, n)
-    R = (
-        model.base[:3, :3]
-        if frame == "world"
-        else np.swapaxes(out[..., 6 * n :].reshape(*out.shape[:-1], 3, 3), -1, -2)
-    )
-    rotated = np.matmul(R if frame == "world" else R[..., None, :, :], J)
-    return np.asarray(rotated).reshape(*out.shape[:-1], 6, n)
+    lead = out.shape[:-1]
+    J = out[..., : 6 * n].reshape(*lead, 2, 3, n)  # the row blocks v, w
+    if frame == "world":
+        J = model.base[:3, :3] @ J
+    elif frame == "tool":  # R0_t^T on both blocks
+        J = np.swapaxes(out[..., 6 * n :].reshape(*lead, 1, 3, 3), -1, -2) @ J
+    return np.asarray(J).reshape(*lead, 6, n)
 
 
 __all__ = ["jacobian"]

@@ -66,8 +66,7 @@ class SerializedTemplate:
         data = serialize_message(probe)
         if len(data) < 4 or data[:2] != b"\x00\x01":  # CDR little-endian encapsulation
             return None
-        values = [np.asarray(getattr(probe, f), dtype="<f8") for f in fields]
-        values += [np.array([_get(probe, path) for path in group], dtype="<f8") for group in groups]
+        values = _values(probe, fields, groups)
         offsets = [_find_once(data, v.tobytes()) for v in values]
         stamp = _find_once(data, _STAMP.pack(*_PROBE_STAMP)) if stamped else None
         if any(o is None for o in offsets) or (stamped and stamp is None):
@@ -77,8 +76,7 @@ class SerializedTemplate:
         check = _probe(template, fields, size, stamped, -7.25, groups)
         raw = filler.fill(
             (check.header.stamp.sec, check.header.stamp.nanosec) if stamped else None,
-            *(np.asarray(getattr(check, f), dtype=np.float64) for f in fields),
-            *(np.array([_get(check, path) for path in group]) for group in groups),
+            *_values(check, fields, groups),
         )
         if deserialize_message(raw, msg_type) != check:  # field by field (padding bytes are unspecified)
             return None
@@ -99,6 +97,18 @@ def _get(msg: Any, path: str) -> float:
     return float(msg)
 
 
+def _values(msg: Any, fields: Sequence[str], groups: Sequence[Sequence[str]]) -> list[FloatArray]:
+    """The arrays of ``fields`` then each group's fields as one array: what :meth:`SerializedTemplate.fill`
+    takes, in its order."""
+    values = [np.asarray(getattr(msg, f), dtype="<f8") for f in fields]
+    return values + [np.array([_get(msg, path) for path in group], dtype="<f8") for group in groups]
+
+
+def _probe_values(k: int, size: int, scale: float) -> list[float]:
+    """``size`` distinct values for the ``k``-th filled array of a probe, none repeating another's."""
+    return (scale * (np.pi * (k + 1) + np.sqrt(np.arange(1, size + 1) * (k + 2)))).tolist()
+
+
 def _set(msg: Any, path: str, value: float) -> None:
     *parents, name = path.split(".")
     for parent in parents:
@@ -113,11 +123,9 @@ def _probe(
     msg = serialize_message(template)
     probe = deserialize_message(msg, type(template))
     for k, field in enumerate(fields):
-        values = scale * (np.pi * (k + 1) + np.sqrt(np.arange(1, size + 1) * (k + 2)))
-        setattr(probe, field, values.tolist())
+        setattr(probe, field, _probe_values(k, size, scale))
     for k, group in enumerate(groups, start=len(fields)):
-        values = scale * (np.pi * (k + 1) + np.sqrt(np.arange(1, len(group) + 1) * (k + 2)))
-        for path, value in zip(group, values.tolist(), strict=True):
+        for path, value in zip(group, _probe_values(k, len(group), scale), strict=True):
             _set(probe, path, value)
     if stamped:
         sec, nanosec = _PROBE_STAMP
