@@ -125,8 +125,8 @@ def main() -> None:
         print(f"| {name} | " + " | ".join(cells) + " |")
     if args.realtime:
         print("\nReal time (no lock-step), case B at 1 kHz:\n")
-        print("Latency: a state's stamp to the arrival of the command answering it, at the plant (where the loop")
-        print("closes; target p99 <= 2 ms) and at the experiment's recorder (its own delay added).\n")
+        print("Latency: a state's stamp to the arrival of the command answering it (the middleware's receipt time),")
+        print("at the plant (where the loop closes; target p99 <= 2 ms) and at the experiment's recorder.\n")
         print(
             "| robot | rate | joint states | unanswered | overruns | plant p50 | p99 | max | recorder p50 | p99 | RMS |"
         )

@@ -14,7 +14,8 @@
   published it) to the arrival of the command answering it (stamped alike) at the experiment's
   recorder, on the same clock; and the same latency where the loop closes, at the plant (the
   simulator's ``command_latency`` diagnostics since the case's reset, :func:`plant_timing`), with the
-  periods its stepping loop skipped. The recorder's figure adds its own process's delay to the loop's.
+  periods its stepping loop skipped. Both are receipt times of the middleware (the recorder's and the
+  simulator's), not the times their processes got round to the message.
 * Near velocity reversals and elsewhere (:func:`reversal_split`): the position error over the joint
   samples whose desired speed is below :data:`REVERSAL_SPEED` and over the others — where friction is
   least a law of velocity (MuJoCo's friction loss is a soft constraint there) and an identified model
@@ -296,8 +297,8 @@ def markdown(summary: Mapping[str, Any]) -> str:
             "",
             "## Real time (no lock-step)",
             "",
-            "Latency: a joint state's stamp to the arrival of the command answering it, at the plant (where the "
-            "loop closes) and at the experiment's recorder (its own delay added).",
+            "Latency: a joint state's stamp to the arrival of the command answering it (the middleware's receipt "
+            "time), at the plant (where the loop closes) and at the experiment's recorder.",
             "",
             "| run | rate | gap p99 | at the plant p50 | p99 | max | at the recorder p50 | p99 | max "
             "| unanswered | loop overruns |",

@@ -31,6 +31,7 @@ import numpy as np
 import yaml
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.clock import Clock
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -43,10 +44,13 @@ from robot_dynamics.bag.decode import decode_joint_states
 from robot_dynamics.bag.reader import JOINT_STATE, RawTopic
 from robot_dynamics.experiment.motion import ExperimentError, Motion
 from robot_dynamics.ros.messages import DATA_QOS, diagnostic_dict, ns_to_stamp, stamp_to_ns
+from robot_dynamics.ros.realtime import PeriodicThread
 from robot_dynamics.ros.replay import Recorder
 
 ResetSimulation: Any = import_module("robot_dynamics_interfaces.srv").ResetSimulation
 
+#: s between the recording thread's takes (each takes every message waiting, ~5 of each topic at 1 kHz)
+RECORD_PERIOD_S = 0.005
 STOP_TIMEOUT = 10.0  # s for a node process to stop after SIGINT before it is killed
 
 
@@ -168,12 +172,12 @@ def header_stamp(raw: bytes) -> int:
 class StampedRecorder(Recorder):
     """A :class:`~robot_dynamics.ros.replay.Recorder` that also knows the newest header stamp it got."""
 
-    def __init__(self, node: Node, topic: str, msgtype: str) -> None:
+    def __init__(self, node: Node, topic: str, msgtype: str, clock: Clock | None = None) -> None:
         self.newest = 0
-        super().__init__(node, topic, msgtype)
+        super().__init__(node, topic, msgtype, clock)
 
-    def _on_message(self, raw: bytes) -> None:
-        super()._on_message(raw)
+    def _store(self, received_ns: int, raw: bytes) -> None:
+        super()._store(received_ns, raw)
         self.newest = max(self.newest, header_stamp(raw))
 
 
@@ -185,14 +189,34 @@ class ExperimentNode(Node):
             "closed_loop_experiment", context=context, parameter_overrides=[Parameter("use_sim_time", value=sim_time)]
         )
         self.check = check  # raises when a node process has stopped
-        self.states = StampedRecorder(self, "/joint_states", JOINT_STATE)
-        self.commands = StampedRecorder(self, "/joint_commands", JOINT_STATE)
+        # the recording: on a node no executor spins, taken by a thread every RECORD_PERIOD_S (at 1 kHz an
+        # executor's callback per message cost this process about half a core; see RECORD_PERIOD_S)
+        self.recording = Node("closed_loop_recorder", context=context)
+        clock = self.get_clock()  # simulated time under lock-step (this node's /clock subscription)
+        self.states = StampedRecorder(self.recording, "/joint_states", JOINT_STATE, clock)
+        self.commands = StampedRecorder(self.recording, "/joint_commands", JOINT_STATE, clock)
+        receipt_clock = not sim_time
+
+        def take() -> None:
+            self.states.take_waiting(receipt_clock)
+            self.commands.take_waiting(receipt_clock)
+
+        self._taker = PeriodicThread(RECORD_PERIOD_S, take, self._take_failed, "closed-loop-recording")
+        self._taker.start()
         self.trajectory_pub = self.create_publisher(JointTrajectory, "joint_trajectory", DATA_QOS)
         self.feedforward_parameters = AsyncParameterClient(self, "feedforward_node")
         self.reset_client: Any = self.create_client(ResetSimulation, "reset_simulation")
         self._diagnostics: dict[str, tuple[float, dict[str, str]]] = {}
         self._lock = threading.Lock()
         self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 50)
+
+    def _take_failed(self, exc: Exception) -> None:
+        self.get_logger().error(f"recording: {type(exc).__name__}: {exc}", throttle_duration_sec=5.0)
+
+    def destroy_node(self) -> None:
+        self._taker.stop()
+        self.recording.destroy_node()
+        super().destroy_node()
 
     def now_ns(self) -> int:
         """The loop's time: the newest joint-state stamp recorded (the simulator's clock)."""

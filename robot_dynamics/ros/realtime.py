@@ -17,12 +17,20 @@ messages.
 A tick that starts more than a whole period late skips the deadlines it missed (counted in
 ``overruns``) instead of running them back to back: the tick itself advances by the elapsed time.
 
+:class:`CommandIntake`: the commands, too, are taken by the stepping thread, at the start of each tick,
+not called back by the executor. Their subscriptions belong to a companion node no executor spins
+(``<node>_commands``, in the node's namespace, subscribed to the topics as the node resolves them). A
+command that arrives between two ticks is applied at the next tick either way; what the executor added
+was work and delay. Measured on the UR5 closed loop at 1 kHz (three processes on two cores): with the
+executor the simulator process used ~73 % of a core and ran a command's handler ~0.4 ms (median) after
+the middleware had received it; taken here, ~40 %.
+
 :class:`LatencyRecord`: latencies and their quantiles. The simulator keeps the joint state → command
 latency of the loop in one, measured where it matters, at the plant: a controller's command carries
-the stamp of the state it answers (the feed-forward node copies it), so its arrival time minus that
-stamp is the whole round trip (state written, read by the controller, computed, command written, read
-here), on the one clock of this machine. (The feed-forward node keeps the ages of the states it
-answers in another: the first half of that trip.)
+the stamp of the state it answers (the feed-forward node copies it), so its receipt time here (the
+middleware's) minus that stamp is the whole round trip (state written, read by the controller,
+computed, command written, received here), on the one clock of this machine. (The feed-forward node
+keeps the ages of the states it answers in another: the first half of that trip.)
 """
 
 from __future__ import annotations
@@ -30,10 +38,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
 
 from robot_dynamics.ros.messages import stamp_to_ns
 
@@ -115,6 +125,41 @@ class PeriodicThread:
             self.ticks += 1
 
 
+class CommandIntake:
+    """Subscriptions whose messages :meth:`take` hands to their handlers with the middleware's receipt
+    time (ns, system clock): ``handler(msg, received_ns)`` (module docstring)."""
+
+    def __init__(self, node: Node, qos: QoSProfile, topics: Sequence[tuple[type, str, Callable[[Any, int], None]]]):
+        self.companion = Node(f"{node.get_name()}_commands", namespace=node.get_namespace(), context=node.context)
+        # each topic as ``node`` resolves it, its remapping rules applied (the companion has none of its own)
+        self.inputs = [
+            (
+                self.companion.create_subscription(msg_type, node.resolve_topic_name(topic), _taken_by_intake, qos),
+                handler,
+            )
+            for msg_type, topic, handler in topics
+        ]
+
+    def take(self) -> None:
+        """Every message waiting, oldest first per topic."""
+        for subscription, handler in self.inputs:
+            handle, msg_type = subscription.handle, subscription.msg_type
+            while True:
+                with handle:
+                    got = handle.take_message(msg_type, False)
+                if got is None:
+                    break
+                msg, info = got
+                handler(msg, int(info["received_timestamp"]))
+
+    def destroy(self) -> None:
+        self.companion.destroy_node()
+
+
+def _taken_by_intake(msg: Any) -> None:  # pragma: no cover - no executor spins the companion node
+    raise AssertionError("CommandIntake's messages are taken, not called back")
+
+
 class LatencyRecord:
     """Latencies (ns) since the last :meth:`clear`, the newest ``capacity`` of them: their mean, median,
     99th percentile and maximum. The simulator keeps its command latency from one reset to the next,
@@ -185,11 +230,12 @@ class RealTimeStepping:
         if self.stepper is not None:
             self.stepper.stop()
 
-    def record(self, stamp: Any) -> None:
-        """The round trip of a command that carries its state's stamp (none for a stamp of 0 or one
-        from the future: a controller that stamps its own time)."""
+    def record(self, stamp: Any, received_ns: int | None = None) -> None:
+        """The round trip of a command that carries its state's stamp, to its receipt (``received_ns``:
+        the middleware's receipt time; None: now). None for a stamp of 0 or one from the future: a
+        controller that stamps its own time."""
         sent = stamp_to_ns(stamp)
-        latency = self.node.get_clock().now().nanoseconds - sent
+        latency = (self.node.get_clock().now().nanoseconds if received_ns is None else received_ns) - sent
         if sent > 0 and 0 <= latency < 10**9:
             self.latency.add(latency)
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.clock import Clock
 from rclpy.context import Context
 from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -163,22 +164,39 @@ class Recorder:
     """Records every message of ``topic`` as received: raw CDR bytes and the receipt time on ``node``'s
     clock (simulated time under ``use_sim_time``), reliable and keep-all (:data:`RECORD_QOS`)."""
 
-    def __init__(self, node: Node, topic: str, msgtype: str) -> None:
+    def __init__(self, node: Node, topic: str, msgtype: str, clock: Clock | None = None) -> None:
         self.topic = topic
         self.msgtype = msgtype
         self.stamps: list[int] = []
         self.data: list[bytes] = []
         self.lock = threading.Lock()
-        self.clock = node.get_clock()
+        self.clock = node.get_clock() if clock is None else clock
         self.subscription = node.create_subscription(
             message_class(msgtype), topic, self._on_message, RECORD_QOS, raw=True
         )
 
     def _on_message(self, raw: bytes) -> None:
-        now = self.clock.now().nanoseconds
+        self._store(self.clock.now().nanoseconds, bytes(raw))
+
+    def _store(self, received_ns: int, raw: bytes) -> None:
         with self.lock:
-            self.stamps.append(now)
-            self.data.append(bytes(raw))
+            self.stamps.append(received_ns)
+            self.data.append(raw)
+
+    def take_waiting(self, receipt_clock: bool) -> int:
+        """Takes every message waiting in the subscription (for a node no executor spins: a thread calls
+        this every few milliseconds instead of an executor calling back once per message), stamped with
+        the node's clock now, or with ``receipt_clock`` the middleware's receipt time (system clock, the
+        time each message arrived rather than the time it was taken). How many it took."""
+        handle, msg_type = self.subscription.handle, self.subscription.msg_type
+        taken = 0
+        with handle:
+            while (got := handle.take_message(msg_type, True)) is not None:
+                raw, info = got
+                now = int(info["received_timestamp"]) if receipt_clock else self.clock.now().nanoseconds
+                self._store(now, bytes(raw))
+                taken += 1
+        return taken
 
     @property
     def count(self) -> int:

@@ -4,7 +4,8 @@ Subscribes
     ``commands`` (std_msgs/Float64MultiArray): joint torques in model joint order (ros2_control's
     ``JointGroupEffortController``'s, the feed-forward node's ``feedforward/commands``); ``joint_commands``
     (sensor_msgs/JointState): the same by name in ``effort`` (extra joints ignored); the latest is held
-    until the next one or ``command_timeout``. ``~/external_wrench`` (geometry_msgs/WrenchStamped): a push
+    until the next one or ``command_timeout`` (real time: taken by the stepping thread at each tick,
+    :class:`~.realtime.CommandIntake`). ``~/external_wrench`` (geometry_msgs/WrenchStamped): a push
     on the tool, world axes, scheduled by its stamp (:mod:`.simulator_plant`).
 Publishes
     ``joint_states`` (sensor_msgs/JointState): position, velocity and effort = the torque actually
@@ -63,7 +64,7 @@ from robot_dynamics.ros.messages import (
 )
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
-from robot_dynamics.ros.realtime import RealTimeStepping
+from robot_dynamics.ros.realtime import CommandIntake, RealTimeStepping
 from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_non_negative, check_positive
 from robot_dynamics.ros.simulator_plant import ExternalWrenchInput, declare_plant_parameters, plant_options
 from robot_dynamics.user_input import non_finite_message
@@ -128,8 +129,16 @@ class SimulatorNode(RobotNode):
         self.start_robot()
         self.states_pub = self.create_publisher(JointState, "joint_states", DATA_QOS)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10) if self.lockstep else None
-        self.create_subscription(Float64MultiArray, "commands", self._on_array_command, DATA_QOS)
-        self.create_subscription(JointState, "joint_commands", self._on_joint_command, DATA_QOS)
+        commands = [
+            (Float64MultiArray, "commands", self._on_array_command),
+            (JointState, "joint_commands", self._on_joint_command),
+        ]
+        self.intake: CommandIntake | None = None
+        if self.lockstep:  # the answers drive the loop
+            for msg_type, topic, handler in commands:
+                self.create_subscription(msg_type, topic, handler, DATA_QOS)
+        else:  # taken by the stepping thread at each tick (.realtime says why)
+            self.intake = CommandIntake(self, DATA_QOS, commands)
         self.wrench_input = ExternalWrenchInput(self)
         self.create_service(ResetSimulation, "reset_simulation", self._on_reset)
         self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
@@ -207,7 +216,7 @@ class SimulatorNode(RobotNode):
         if self.lockstep:
             self._step_and_publish(answered=True)
 
-    def _on_array_command(self, msg: Float64MultiArray) -> None:
+    def _on_array_command(self, msg: Float64MultiArray, received_ns: int | None = None) -> None:
         self.stats.received += 1
         model = self.model
         if model is None:
@@ -224,7 +233,7 @@ class SimulatorNode(RobotNode):
             return
         self._accept(data.copy())
 
-    def _on_joint_command(self, msg: JointState) -> None:
+    def _on_joint_command(self, msg: JointState, received_ns: int | None = None) -> None:
         self.stats.received += 1
         model = self.model
         if model is None:
@@ -252,7 +261,7 @@ class SimulatorNode(RobotNode):
         if self.lockstep and not self.clock.answers(stamp_to_ns(msg.header.stamp)):
             return
         if not self.lockstep:
-            self.realtime.record(msg.header.stamp)
+            self.realtime.record(msg.header.stamp, received_ns)
         self._accept(tau)
 
     # -- reset --------------------------------------------------------------------------------------
@@ -315,6 +324,8 @@ class SimulatorNode(RobotNode):
         with self._model_lock:  # against a reset, a payload swap or a new model from the executor
             if self.plant is None:
                 return
+            if self.intake is not None:
+                self.intake.take()
             now = time.monotonic()
             last, self._last_tick = self._last_tick, now
             if (self.commanded or not self.param("wait_for_command")) and last is not None:
@@ -325,6 +336,9 @@ class SimulatorNode(RobotNode):
         realtime = getattr(self, "realtime", None)  # None: a start-up error came before it
         if realtime is not None:
             realtime.stop()
+        intake = getattr(self, "intake", None)
+        if intake is not None:
+            intake.destroy()
         super().destroy_node()
 
     def _step_and_publish(self, answered: bool) -> None:
