@@ -304,7 +304,8 @@ def test_the_bringup_builds_the_launch_files_nodes(tmp_path: Path) -> None:
                 assert ff.get_parameter(name).value == value, (extra, name)
             topic = commands if commands.startswith("/") else f"{ns}/{commands}"
             assert ff.commands_pub.topic_name == topic
-            assert topic in {s.topic_name for s in simulator.subscriptions}
+            # real time: the commands are taken by the stepping thread, from its companion node's subscriptions
+            assert simulator.intake is not None and topic in {sub.topic_name for sub, _ in simulator.intake.inputs}
         finally:
             for node in nodes:
                 node.destroy_node()
@@ -516,7 +517,12 @@ def test_under_launch_arguments_params_file_sim_time_and_commands_topic(ament_pr
                 ]
                 assert _get_parameters(client, f"{ns}/simulator_node", ["use_sim_time"]) == [sim_time]
                 publishers = dict(client.get_publisher_names_and_types_by_node("feedforward_node", ns))
-                subscriptions = dict(client.get_subscriber_names_and_types_by_node("simulator_node", ns))
+                # real time: the simulator's commands are subscribed by its companion node (ros.md)
+                deadline = time.monotonic() + 10.0  # discovered a moment after the node whose parameters answered
+                while ("simulator_node_commands", ns) not in client.get_node_names_and_namespaces():
+                    assert time.monotonic() < deadline, client.get_node_names_and_namespaces()
+                    time.sleep(0.05)
+                subscriptions = dict(client.get_subscriber_names_and_types_by_node("simulator_node_commands", ns))
                 assert "/effort_controller/commands" in publishers and "/effort_controller/commands" in subscriptions
             finally:
                 status, out = launch.stop()

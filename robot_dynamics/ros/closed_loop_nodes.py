@@ -191,7 +191,13 @@ class ExperimentNode(Node):
         self.check = check  # raises when a node process has stopped
         # the recording: on a node no executor spins, taken by a thread every RECORD_PERIOD_S (at 1 kHz an
         # executor's callback per message cost this process about half a core; see RECORD_PERIOD_S)
-        self.recording = Node("closed_loop_recorder", context=context)
+        self.recording = Node(
+            "closed_loop_recorder",
+            context=context,
+            use_global_arguments=False,
+            start_parameter_services=False,
+            enable_rosout=False,
+        )
         clock = self.get_clock()  # simulated time under lock-step (this node's /clock subscription)
         self.states = StampedRecorder(self.recording, "/joint_states", JOINT_STATE, clock)
         self.commands = StampedRecorder(self.recording, "/joint_commands", JOINT_STATE, clock)

@@ -130,7 +130,16 @@ class CommandIntake:
     time (ns, system clock): ``handler(msg, received_ns)`` (module docstring)."""
 
     def __init__(self, node: Node, qos: QoSProfile, topics: Sequence[tuple[type, str, Callable[[Any, int], None]]]):
-        self.companion = Node(f"{node.get_name()}_commands", namespace=node.get_namespace(), context=node.context)
+        # none of the process's arguments (a launch file's ``__node`` rename would give it the node's own
+        # name), no parameter services, no rosout: it only holds the subscriptions
+        self.companion = Node(
+            f"{node.get_name()}_commands",
+            namespace=node.get_namespace(),
+            context=node.context,
+            use_global_arguments=False,
+            start_parameter_services=False,
+            enable_rosout=False,
+        )
         # each topic as ``node`` resolves it, its remapping rules applied (the companion has none of its own)
         self.inputs = [
             (
