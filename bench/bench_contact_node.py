@@ -5,10 +5,13 @@
 In one session (own ROS_DOMAIN_ID, localhost discovery), each in its own process: the feed-forward
 node and the contact node (same robot, friction on, smooth), their ``joint_states`` remapped apart.
 This process feeds joint states with efforts at ``--rate`` Hz to each in interleaved rounds (same
-machine load for all) and times the outputs: latency = receive time − the joint state's stamp
+machine load for all) and times the outputs: latency = receipt time − the joint state's stamp
 (system clock, one machine), on ``feedforward/efforts`` and on ``contact_node/external_torque`` —
 once without and once with a subscriber on ``contact_node/external_wrench`` (the wrench is computed
-only for a subscriber, after the torque is published). Below, the nodes' own time per message from
+only for a subscriber, after the torque is published). The receipt time is the middleware's (the
+message's ``received_timestamp``): when the output reached this process. The same latencies taken when
+this process's executor ran the callback are shown beneath: they add this process's own delays (its
+executor also takes the wrench messages when subscribed). Below, the nodes' own time per message from
 their diagnostics: the feed-forward node's compute (matching + law), the contact node's compute
 (matching + observer + detection: the "observer compute" of the targets) and its wrench (Jacobian, SVD,
 write).
@@ -49,16 +52,18 @@ def stream(
 
     deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     latencies: list[float] = []
+    callback_latencies: list[float] = []
     received: set[int] = set()
     lock = threading.Lock()
     measuring = threading.Event()
 
-    def on_output(msg: Any) -> None:
+    def on_output(msg: Any, info: Any) -> None:
         now = time.time_ns()
         stamp = stamp_to_ns(msg.header.stamp)
         if measuring.is_set():
             with lock:
-                latencies.append((now - stamp) * 1e-3)
+                latencies.append((int(info["received_timestamp"]) - stamp) * 1e-3)
+                callback_latencies.append((now - stamp) * 1e-3)
                 received.add(stamp)
 
     sub = node.create_subscription(JointState, output_topic, on_output, deep)
@@ -101,7 +106,7 @@ def stream(
         node.destroy_subscription(wrench_sub)
     node.destroy_publisher(pub)
     with lock:
-        return {"lat": list(latencies), "sent": sent, "received": len(received)}
+        return {"lat": list(latencies), "lat_cb": list(callback_latencies), "sent": sent, "received": len(received)}
 
 
 def callbacks(robot: str, messages: int = 3000, rate: float = 1000.0) -> list[tuple[str, dict[str, float]]]:
@@ -233,13 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         "contact": ("contact/joint_states", "contact_node/external_torque", False),
         "wrench": ("contact/joint_states", "contact_node/external_torque", True),
     }
-    results = {key: {"lat": [], "sent": 0, "received": 0} for key in streams}
+    results = {key: {"lat": [], "lat_cb": [], "sent": 0, "received": 0} for key in streams}
     try:
         for _ in range(args.rounds):
             for key, (topic_in, topic_out, wrench) in streams.items():
                 current["stream"] = key
                 r = stream(node, topic_in, topic_out, args.duration / args.rounds, args.rate, names, wrench)
-                for field in ("lat", "sent", "received"):
+                for field in ("lat", "lat_cb", "sent", "received"):
                     results[key][field] += r[field]
     finally:
         for proc in processes:
@@ -247,14 +252,19 @@ def main(argv: list[str] | None = None) -> int:
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
-    rows: list[tuple[str, dict[str, float], str]] = []
-    for key, label in (
-        ("ff", f"feedforward_node ({args.robot}, friction on): joint_states → feedforward/efforts"),
-        ("contact", "contact_node: joint_states → ~/external_torque (no wrench subscriber)"),
-        ("wrench", "contact_node: joint_states → ~/external_torque, ~/external_wrench subscribed too"),
-    ):
-        r = results[key]
-        rows.append((label, stats(r["lat"]), f"sent {r['sent']}, dropped {r['sent'] - r['received']}"))
+    # (label, figures, notes, the row its p99 is compared with)
+    rows: list[tuple[str, dict[str, float], str, int]] = []
+    for series, suffix in (("lat", ""), ("lat_cb", " — at this process's callback")):
+        reference = len(rows)
+        for key, label in (
+            ("ff", f"feedforward_node ({args.robot}, friction on): joint_states → feedforward/efforts"),
+            ("contact", "contact_node: joint_states → ~/external_torque (no wrench subscriber)"),
+            ("wrench", "contact_node: joint_states → ~/external_torque, ~/external_wrench subscribed too"),
+        ):
+            r = results[key]
+            notes = f"sent {r['sent']}, dropped {r['sent'] - r['received']}"
+            rows.append((label + suffix, stats(r[series]), notes, reference))
+    own_reference = len(rows)
     for key, series, label in (
         ("ff", "compute", "  feedforward_node's own compute (matching + law)"),
         ("contact", "compute", "  contact_node's own compute (matching + observer + detection)"),
@@ -272,15 +282,15 @@ def main(argv: list[str] | None = None) -> int:
                         "max": float(max(float(d[f"{series}_max_us"]) for d in busy)),
                     },
                     "p50 = median of the 1 s means",
+                    own_reference,
                 )
             )
     load = os.getloadavg()[0]
     print(f"\ncontact node benchmark ({os.cpu_count()} cores, load average {load:.1f}, {args.rate:.0f} Hz)\n")
     print("| measurement | p50 (µs) | p99 (µs) | max (µs) | p99 / feed-forward | notes |")
     print("|---|---|---|---|---|---|")
-    reference = {False: rows[0][1], True: rows[3][1] if len(rows) > 3 else rows[0][1]}
-    for label, s, notes in rows:
-        ratio = s["p99"] / reference[label.startswith("  ")]["p99"]
+    for label, s, notes, reference in rows:
+        ratio = s["p99"] / rows[reference][1]["p99"]
         print(f"| {label} | {s['p50']:.0f} | {s['p99']:.0f} | {s['max']:.0f} | {ratio:.2f} | {notes} |")
     print_without_dds(args.robot)
     return 0

@@ -104,6 +104,7 @@ def joint_state(q: np.ndarray, qd: np.ndarray, tau: np.ndarray | None, stamp: in
 
 
 def start(context: Any, spinner: Spinner, ns: str, **params: Any) -> ContactNode:
+    params.setdefault("answer_every_state", True)  # the tests below look at each state's estimate
     overrides = [
         Parameter("robot_config", value="puma560"),
         Parameter("diagnostics_period", value=0.2),
@@ -216,6 +217,49 @@ def test_external_torque_wrench_and_collisions_for_a_push(context: Any, ros: tup
         force, torque = m.wrench.force, m.wrench.torque
         f = [force.x, force.y, force.z, torque.x, torque.y, torque.z]
         np.testing.assert_allclose(f, external_wrench(PUMA, q[k], r[k]).wrench, rtol=0, atol=1e-9)
+
+
+def test_states_queued_behind_a_newer_one_are_observed_and_the_newest_answered(
+    context: Any, ros: tuple[Spinner, str], pushed: Any
+) -> None:
+    """The default (``answer_every_state`` false): 100 states wait in the subscription before the node is
+    spun; every one goes through the observer and the detection, only the newest is answered, with the
+    batch observer's estimate of the same samples; every collision event is published."""
+    spinner, ns = ros
+    overrides = [
+        Parameter("robot_config", value="puma560"),
+        Parameter("friction", value=False),
+        Parameter("observer_gain", value=GAIN),
+        Parameter("thresholds", value=THRESHOLDS),
+    ]
+    node = ContactNode(namespace=ns, context=context, parameter_overrides=overrides)  # not spun yet
+    assert node.settings["answer_every_state"] is False
+    client = spinner.add(client_node(context, ns))
+    torques = Collector(client, JointState, "contact_node/external_torque")
+    events = Collector(client, CollisionEvent, "contact_node/collision")
+    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
+    wait_until(lambda: pub.get_subscription_count() >= 1, "the node's joint_states subscription")
+    for c in (torques, events):
+        wait_until(lambda c=c: c.subscription.get_publisher_count() >= 1, f"a publisher on {c.subscription.topic_name}")
+    stamps, q, qd, tau = (a[100:200] for a in pushed)  # the push on: every joint rises into collision
+    for k in range(len(stamps)):
+        pub.publish(joint_state(q[k], qd[k], tau[k], stamps[k], list(range(6))))
+    time.sleep(0.5)  # all delivered, waiting in the subscription
+    spinner.add(node)
+    wait_until(lambda: node.observer is not None and node.observer.samples == len(stamps), "100 observed states")
+    wait_until(lambda: len(torques.snapshot()) >= 1, "an answer")
+    time.sleep(0.2)
+    answers = torques.snapshot()
+    assert 1 <= len(answers) < len(stamps) and node.caught_up == len(stamps) - len(answers)
+    assert stamp_to_ns(answers[-1].header.stamp) == int(stamps[-1])
+    expected = observe(PUMA, (stamps - stamps[0]) * 1e-9, q, qd, tau, GAIN, friction=False).r
+    np.testing.assert_allclose(answers[-1].effort, expected[-1], rtol=1e-12, atol=1e-12)
+    batch = transitions((stamps - stamps[0]) * 1e-9, expected, THRESHOLDS, 0.5)
+    assert len(batch) == 6
+    wait_until(lambda: len(events.snapshot()) >= len(batch), "the collision events")
+    seen = [(stamp_to_ns(e.header.stamp), e.joint, e.raised) for e in events.snapshot()]
+    assert seen == [(int(stamps[e.sample]), NAMES[e.joint], e.raised) for e in batch]
+    assert dict(node.diagnostic_values())["caught_up"] == str(node.caught_up)
 
 
 def test_bad_states_are_skipped_and_parameters_refused_with_the_reason(

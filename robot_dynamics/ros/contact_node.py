@@ -4,7 +4,9 @@ Subscribes ``joint_states`` (sensor_msgs/JointState: position, velocity (empty =
 the joint torques the motors apply), matched by joint name. Publishes, stamped with the state's stamp
 (the node clock's time if zero):
 
-* ``~/external_torque`` (sensor_msgs/JointState), for every accepted state: ``effort`` = ``r``, the
+* ``~/external_torque`` (sensor_msgs/JointState), for every accepted state but one that a newer state
+  had queued behind when the node got to it (observed, not answered: ``caught_up`` in diagnostics;
+  ``answer_every_state`` answers it too): ``effort`` = ``r``, the
   generalized-momentum observer's estimate of the external joint torque
   (:mod:`robot_dynamics.dynamics.momentum_observer`),
   ``position``/``velocity`` = the state, the topic's joint names;
@@ -80,6 +82,7 @@ class ContactNode(RobotNode):
         self.matcher: _Matcher | None = None
         self.settings: dict[str, Any] = {}
         self.resets = 0
+        self.caught_up = 0  # states observed but not answered: a newer one had queued behind them
         self.wrench_condition = math.nan
         self.wrench_stats = ComputeStats()
         self._r: FloatArray = np.zeros(0)
@@ -106,7 +109,7 @@ class ContactNode(RobotNode):
         self.torque_pub = self.create_publisher(JointState, "~/external_torque", DATA_QOS)
         self.wrench_pub = self.create_publisher(WrenchStamped, "~/external_wrench", DATA_QOS)
         self.collision_pub = self.create_publisher(CollisionEvent, "~/collision", DATA_QOS)
-        self.create_subscription(
+        self._state_sub = self.create_subscription(
             JointState, "joint_states", self._on_joint_state, qos_from_name(str(self.param("joint_states_qos")))
         )
         self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
@@ -209,40 +212,30 @@ class ContactNode(RobotNode):
         return tau
 
     def _on_joint_state(self, msg: JointState) -> None:
+        """Observe the state, and every state that queued behind it meanwhile; answer the newest.
+
+        The observer integrates every state (a skipped one would be a gap in its integral), but on a busy
+        machine answering each queued state would only add to the delay of the next: the states waiting
+        in the subscription are taken here and observed too (``caught_up`` in diagnostics), and only the
+        newest one's ``r`` is published, as the feed-forward node answers only the newest state. Collision
+        events of every observed state are published. ``answer_every_state`` answers each instead."""
         t0 = time.perf_counter()
-        self.stats.received += 1
-        observer, matcher = self.observer, self.matcher
-        if observer is None or matcher is None:
-            return  # waiting for robot_description (shown in diagnostics)
-        try:
-            q, qd = matcher.match(msg)
-            tau_m = self._effort(msg)
-        except StateError as exc:
-            self.reject("joint_states", exc)
+        answer = self._observe(msg)
+        changes = answer[4] if answer is not None else []
+        handle = self._state_sub.handle
+        while not self.settings["answer_every_state"]:
+            with handle:
+                waiting = handle.take_message(JointState, False)
+            if waiting is None:
+                break
+            newer = self._observe(waiting[0])
+            if newer is not None:
+                self.caught_up += answer is not None
+                answer = newer
+                changes += newer[4]
+        if answer is None:
             return
-        stamp = stamp_to_ns(msg.header.stamp) or self.get_clock().now().nanoseconds
-        last = self._last_stamp
-        if last is not None and stamp <= last:
-            if stamp == last:
-                self.reject("joint_states", f"stamp {stamp} ns repeats the previous joint state's")
-                return
-            observer.reset()
-            self._wrench_due = 0
-            if self.detector is not None:
-                self.detector.restart()
-            self.resets += 1
-            self.warnings.warn("time", f"joint_states went back in time ({last} -> {stamp} ns): observer reset")
-        if observer.samples == 0:
-            self._origin = stamp
-        try:
-            r = observer.update((stamp - self._origin) * 1e-9, q, qd, tau_m)
-        except (ValueError, FloatingPointError) as exc:  # the engine refused the state
-            self.reject("joint_states", exc)
-            return
-        self._last_stamp = stamp
-        self._r = r
-        detector = self.detector
-        changes = detector.update(r, observer.samples, stamp * 1e-9, qd, observer.decay) if detector else []
+        stamp, q, qd, r, _ = answer
         t1 = time.perf_counter()
         pub = self.torque_pub
         if self._torque_raw is not None:
@@ -255,13 +248,51 @@ class ContactNode(RobotNode):
         self.stats.published += 1
         t2 = time.perf_counter()
         self.stats.record_compute(t1 - t0, t2 - t1)
-        if changes:
-            self._publish_collisions(changes, stamp, r)
+        for stamped, change_list in changes:
+            self._publish_collisions(change_list, stamped, r)
         if stamp >= self._wrench_due and self.wrench_pub.get_subscription_count():
             self._publish_wrench(q, r, stamp)
             self.wrench_stats.record_compute(time.perf_counter() - t2)
             rate = float(self.settings["wrench_rate"])
             self._wrench_due = stamp + (round(1e9 / rate) if rate > 0.0 else 0)
+
+    def _observe(self, msg: JointState) -> tuple[int, FloatArray, FloatArray, FloatArray, list[Any]] | None:
+        """One state through the observer and the detection: ``(stamp, q, qd, r, [(stamp, changes)])``, or
+        None when it is refused (a throttled warning) or no model is loaded yet."""
+        self.stats.received += 1
+        observer, matcher = self.observer, self.matcher
+        if observer is None or matcher is None:
+            return None  # waiting for robot_description (shown in diagnostics)
+        try:
+            q, qd = matcher.match(msg)
+            tau_m = self._effort(msg)
+        except StateError as exc:
+            self.reject("joint_states", exc)
+            return None
+        stamp = stamp_to_ns(msg.header.stamp) or self.get_clock().now().nanoseconds
+        last = self._last_stamp
+        if last is not None and stamp <= last:
+            if stamp == last:
+                self.reject("joint_states", f"stamp {stamp} ns repeats the previous joint state's")
+                return None
+            observer.reset()
+            self._wrench_due = 0
+            if self.detector is not None:
+                self.detector.restart()
+            self.resets += 1
+            self.warnings.warn("time", f"joint_states went back in time ({last} -> {stamp} ns): observer reset")
+        if observer.samples == 0:
+            self._origin = stamp
+        try:
+            r = observer.update((stamp - self._origin) * 1e-9, q, qd, tau_m)
+        except (ValueError, FloatingPointError) as exc:  # the engine refused the state
+            self.reject("joint_states", exc)
+            return None
+        self._last_stamp = stamp
+        self._r = r
+        detector = self.detector
+        changes = detector.update(r, observer.samples, stamp * 1e-9, qd, observer.decay) if detector else []
+        return stamp, q, qd, r, [(stamp, changes)] if changes else []
 
     def _publish_collisions(self, changes: list[Any], stamp: int, r: FloatArray) -> None:
         model, detector = self.model, self.detector
@@ -327,6 +358,7 @@ class ContactNode(RobotNode):
             ("in_collision", str(bool(detector and detector.in_collision)).lower()),
             ("collisions_raised", str(detector.raised if detector else 0)),
             ("observer_resets", str(self.resets)),
+            ("caught_up", str(self.caught_up)),
             ("wrench_condition", f"{self.wrench_condition:.3g}"),
             *((f"wrench_{s}_us", f"{wrench[f'compute_{s}_us']:.1f}") for s in ("mean", "p99", "max")),
             *((f"residual[{name}]", f"{v:.4g}") for name, v in zip(names, self._r.tolist(), strict=False)),

@@ -76,6 +76,12 @@ PARAMETERS: dict[str, tuple[Any, str, Any]] = {
     "wrench_frame": ("tool", "axes of external_wrench: tool | base", check_choice(WRENCH_FRAMES)),
     "wrench_damping": (DEFAULT_DAMPING, "damped least-squares lambda of the wrench (>= 0)", non_negative),
     "wrench_singular_value_floor": (DEFAULT_FLOOR, "Jacobian singular values <= it are dropped (>= 0)", non_negative),
+    "answer_every_state": (
+        False,
+        "external_torque for every joint state (false: one that a newer state queued behind when the node got "
+        "to it is observed, not answered: the newest is)",
+        check_bool,
+    ),
     "wrench_rate": (
         DEFAULT_WRENCH_RATE,
         "external_wrench messages per second of joint-state time, Hz (0 = one per joint state)",
