@@ -366,7 +366,13 @@ FAILURES = [
     (replace("  - name: j2\n", "  - 7\n  - name: j2\n"), "joints[1]: expected a mapping (key: value block), got int 7"),
     (BASE + "tool: {xyz: [0, 0], rpy: [0, 0, 0]}\n", "arm.yaml: tool.xyz: expected 3 numbers, got 2"),
     (BASE + "motor_inertia_in_d: yes please\n", "motor_inertia_in_d: expected true or false, got str 'yes please'"),
+    (BASE + "smooth_kind: cubic\n", "arm.yaml: smooth_kind: 'cubic' is not one of linear, tanh"),
 ]
+
+
+def test_smooth_kind_names_the_direction_function_of_the_smooth_friction() -> None:
+    assert load(BASE).smooth_kind == "tanh"  # type: ignore[attr-defined]
+    assert load(BASE + "smooth_kind: linear\n").smooth_kind == "linear"  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(("text", "message"), FAILURES, ids=[m[:60] for _, m in FAILURES])

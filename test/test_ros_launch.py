@@ -305,7 +305,9 @@ def test_the_bringup_builds_the_launch_files_nodes(tmp_path: Path) -> None:
             topic = commands if commands.startswith("/") else f"{ns}/{commands}"
             assert ff.commands_pub.topic_name == topic
             # real time: the commands are taken by the stepping thread, from its companion node's subscriptions
-            assert simulator.intake is not None and topic in {sub.topic_name for sub, _ in simulator.intake.inputs}
+            assert simulator.realtime.intake is not None and topic in {
+                sub.topic_name for sub, _ in simulator.realtime.intake.inputs
+            }
         finally:
             for node in nodes:
                 node.destroy_node()

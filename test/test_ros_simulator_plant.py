@@ -252,8 +252,8 @@ def test_real_time_keeps_its_rate_on_a_thread_and_measures_the_loop_latency(
     assert int(values["overruns"]) >= 0
     # the commands are taken by the stepping thread from a companion node's subscriptions, not the executor's
     assert not [sub.topic_name for sub in sim.subscriptions if sub.topic_name.endswith("commands")]
-    assert sim.intake is not None and sim.intake.companion.get_name() == "simulator_node_commands"
-    assert sorted(sub.topic_name for sub, _ in sim.intake.inputs) == [f"{ns}/commands", f"{ns}/joint_commands"]
+    assert sim.realtime.intake is not None and sim.realtime.intake.companion.get_name() == "simulator_node_commands"
+    assert sorted(sub.topic_name for sub, _ in sim.realtime.intake.inputs) == [f"{ns}/commands", f"{ns}/joint_commands"]
     assert sim.stats.received >= count
     # a reset clears the record
     reset = client.create_client(rd_interfaces().ResetSimulation, "reset_simulation")

@@ -222,9 +222,12 @@ class RealTimeStepping:
         )
         self.latency = LatencyRecord()  # state stamp -> command arrival, since the last reset
         self.stepper: PeriodicThread | None = None
+        self.intake: CommandIntake | None = None
 
-    def start(self, period: float, tick: Callable[[], None]) -> None:
+    def start(self, period: float, tick: Callable[[], None], intake: CommandIntake) -> None:
+        """Run ``tick`` every ``period`` s; the tick calls :meth:`take_commands` (``intake``'s) first."""
         node = self.node
+        self.intake = intake
         self.stepper = PeriodicThread(
             period,
             tick,
@@ -238,6 +241,13 @@ class RealTimeStepping:
     def stop(self) -> None:
         if self.stepper is not None:
             self.stepper.stop()
+        if self.intake is not None:
+            self.intake.destroy()
+            self.intake = None
+
+    def take_commands(self) -> None:
+        if self.intake is not None:
+            self.intake.take()
 
     def record(self, stamp: Any, received_ns: int | None = None) -> None:
         """The round trip of a command that carries its state's stamp, to its receipt (``received_ns``:

@@ -18,19 +18,18 @@ Services
 
 The physics is a :class:`robot_dynamics.plant.Plant` (``engine``: ``model``, the robot file's own
 forward dynamics, or ``mujoco``, MuJoCo built from the robot file or ``mjcf`` with ``plant_deviations``;
-docs/plant.md). Time:
+docs/plant.md). Time (docs/ros.md):
 
-* real time (default): a loop at ``rate`` on a thread of its own (:mod:`.realtime`: its diagnostics)
-  advances the plant by the elapsed time (at most 4 periods) under the held command;
-* ``lockstep``: the simulator is the time source (``/clock``) and steps only when answered, at most
-  ``lockstep_max_speed`` times as fast as the wall clock if set (:mod:`.lockstep`): publish ``/clock`` =
-  t_k and ``joint_states`` stamped t_k, wait for the answer (at most ``lockstep_timeout`` wall seconds,
-  else a **missed command**: the previous one is held), step one period. ``reset_simulation`` resets the
-  plant, not the clock: the reset state is published one period later, so an answer to the state
-  before it is late (counted, not applied); ``command_timeout`` counts simulated seconds.
+* real time (default): a loop at ``rate`` on a thread of its own (:mod:`.realtime`) advances the plant
+  by the elapsed time (at most 4 periods) under the held command;
+* ``lockstep``: the simulator is the time source (``/clock``; :mod:`.lockstep`): it publishes ``/clock``
+  = t_k and ``joint_states`` stamped t_k, and steps one period when answered, or after
+  ``lockstep_timeout`` wall seconds (a **missed command**: the previous one held), at most
+  ``lockstep_max_speed`` times as fast as the wall clock. ``reset_simulation`` resets the plant, not
+  the clock: an answer to the state before the reset is late. ``command_timeout`` is simulated time.
 
-With ``wait_for_command`` the robot stays at its start pose until the first command arrives (lockstep:
-the state at t_0 is published again every ``lockstep_timeout`` until then, no miss counted).
+With ``wait_for_command`` the robot stays at its start pose until the first command (lockstep: the
+state at t_0 published again every ``lockstep_timeout``, no miss counted).
 """
 
 from __future__ import annotations
@@ -133,19 +132,15 @@ class SimulatorNode(RobotNode):
             (Float64MultiArray, "commands", self._on_array_command),
             (JointState, "joint_commands", self._on_joint_command),
         ]
-        self.intake: CommandIntake | None = None
-        if self.lockstep:  # the answers drive the loop
-            for msg_type, topic, handler in commands:
-                self.create_subscription(msg_type, topic, handler, DATA_QOS)
-        else:  # taken by the stepping thread at each tick (.realtime says why)
-            self.intake = CommandIntake(self, DATA_QOS, commands)
         self.wrench_input = ExternalWrenchInput(self)
         self.create_service(ResetSimulation, "reset_simulation", self._on_reset)
         self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
         if self.lockstep:  # the answers drive the loop; this timer only notices a missing one
+            for msg_type, topic, handler in commands:
+                self.create_subscription(msg_type, topic, handler, DATA_QOS)
             self.create_timer(0.005, self._lockstep_watch, clock=self.steady_clock)
-        else:  # a thread of its own, not an executor timer (.realtime says why)
-            self.realtime.start(self.period, self._tick)
+        else:  # a thread of its own that also takes the commands, not the executor (.realtime says why)
+            self.realtime.start(self.period, self._tick, CommandIntake(self, DATA_QOS, commands))
 
     def _set_max_speed(self, value: float) -> None:
         self.max_speed = float(value)  # kept here: read at every lock-step step
@@ -209,10 +204,19 @@ class SimulatorNode(RobotNode):
             self.model = model
 
     # -- commands -----------------------------------------------------------------------------------
-    def _accept(self, tau: FloatArray) -> None:
-        self.tau = tau
-        self.commanded = True
-        self.last_command = self._now()
+    def _accept(self, topic: str, what: str, tau: FloatArray, stamp: Any = None, received: int | None = None) -> None:
+        """A command's torques, refused if not finite; in lock-step only the answer to the state published
+        (``stamp`` None: any answers); in real time its latency recorded (``received``: the receipt, ns)."""
+        assert self.model is not None
+        problem = non_finite_message(what, tau, self.model.joint_names)
+        if problem:
+            self.reject(topic, problem)
+            return
+        if self.lockstep and not self.clock.answers(None if stamp is None else stamp_to_ns(stamp)):
+            return
+        if not self.lockstep and stamp is not None:
+            self.realtime.record(stamp, received)
+        self.tau, self.commanded, self.last_command = tau, True, self._now()
         if self.lockstep:
             self._step_and_publish(answered=True)
 
@@ -225,13 +229,7 @@ class SimulatorNode(RobotNode):
         if data.size != model.dof:
             self.reject("commands", f"{data.size} values for {model.dof} joints {model.joint_names}")
             return
-        problem = non_finite_message("commands", data, model.joint_names)
-        if problem:
-            self.reject("commands", problem)
-            return
-        if self.lockstep and not self.clock.answers(None):
-            return
-        self._accept(data.copy())
+        self._accept("commands", "commands", data.copy())
 
     def _on_joint_command(self, msg: JointState, received_ns: int | None = None) -> None:
         self.stats.received += 1
@@ -253,16 +251,7 @@ class SimulatorNode(RobotNode):
         if effort.size != len(key):
             self.reject("joint_commands", f"{effort.size} efforts for {len(key)} joint names")
             return
-        tau = effort[index]
-        problem = non_finite_message("joint_commands: effort", tau, model.joint_names)
-        if problem:
-            self.reject("joint_commands", problem)
-            return
-        if self.lockstep and not self.clock.answers(stamp_to_ns(msg.header.stamp)):
-            return
-        if not self.lockstep:
-            self.realtime.record(msg.header.stamp, received_ns)
-        self._accept(tau)
+        self._accept("joint_commands", "joint_commands: effort", effort[index], msg.header.stamp, received_ns)
 
     # -- reset --------------------------------------------------------------------------------------
     def _on_reset(self, request: Any, response: Any) -> Any:
@@ -324,8 +313,7 @@ class SimulatorNode(RobotNode):
         with self._model_lock:  # against a reset, a payload swap or a new model from the executor
             if self.plant is None:
                 return
-            if self.intake is not None:
-                self.intake.take()
+            self.realtime.take_commands()
             now = time.monotonic()
             last, self._last_tick = self._last_tick, now
             if (self.commanded or not self.param("wait_for_command")) and last is not None:
@@ -336,9 +324,6 @@ class SimulatorNode(RobotNode):
         realtime = getattr(self, "realtime", None)  # None: a start-up error came before it
         if realtime is not None:
             realtime.stop()
-        intake = getattr(self, "intake", None)
-        if intake is not None:
-            intake.destroy()
         super().destroy_node()
 
     def _step_and_publish(self, answered: bool) -> None:
