@@ -518,14 +518,22 @@ def test_under_launch_arguments_params_file_sim_time_and_commands_topic(ament_pr
                     sim_time,
                 ]
                 assert _get_parameters(client, f"{ns}/simulator_node", ["use_sim_time"]) == [sim_time]
-                publishers = dict(client.get_publisher_names_and_types_by_node("feedforward_node", ns))
-                # real time: the simulator's commands are subscribed by its companion node (ros.md)
-                deadline = time.monotonic() + 10.0  # discovered a moment after the node whose parameters answered
-                while ("simulator_node_commands", ns) not in client.get_node_names_and_namespaces():
-                    assert time.monotonic() < deadline, client.get_node_names_and_namespaces()
+                # the graph shows nodes and their topics a moment after their parameters answer; real time: the
+                # simulator's commands are subscribed by its companion node (ros.md)
+                topic, deadline, seen = "/effort_controller/commands", time.monotonic() + 10.0, {}
+                while True:
+                    nodes = set(client.get_node_names_and_namespaces())
+                    if {("feedforward_node", ns), ("simulator_node_commands", ns)} <= nodes:
+                        seen = {
+                            "published": dict(client.get_publisher_names_and_types_by_node("feedforward_node", ns)),
+                            "subscribed": dict(
+                                client.get_subscriber_names_and_types_by_node("simulator_node_commands", ns)
+                            ),
+                        }
+                        if all(topic in names for names in seen.values()):
+                            break
+                    assert time.monotonic() < deadline, (nodes, seen)
                     time.sleep(0.05)
-                subscriptions = dict(client.get_subscriber_names_and_types_by_node("simulator_node_commands", ns))
-                assert "/effort_controller/commands" in publishers and "/effort_controller/commands" in subscriptions
             finally:
                 status, out = launch.stop()
             assert status == 0, out
