@@ -73,7 +73,7 @@ def register(sub: Any) -> None:
     p.add_argument("--start", nargs="+", metavar="Q", help="start pose (values or a named pose; default: mid-limits)")
     p.add_argument("--seed", type=int, default=0, help="way points' and excitation's seed (%(default)s)")
     p.add_argument("--excitation-duration", type=float, default=10.0, metavar="S", help="(%(default)s)")
-    p.add_argument("--harmonics", type=int, default=3, metavar="K", help="excitation harmonics (%(default)s)")
+    p.add_argument("--harmonics", type=int, default=5, metavar="K", help="excitation harmonics (%(default)s)")
     p.add_argument(
         "--excitation-option",
         action="append",
