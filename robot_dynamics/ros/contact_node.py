@@ -60,6 +60,7 @@ from robot_dynamics.ros.messages import (
     ns_to_stamp,
     qos_from_name,
     stamp_to_ns,
+    waiting_messages,
 )
 from robot_dynamics.ros.messages import JointStateMatcher as _Matcher
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
@@ -222,13 +223,9 @@ class ContactNode(RobotNode):
         t0 = time.perf_counter()
         answer = self._observe(msg)
         changes = answer[4] if answer is not None else []
-        handle = self._state_sub.handle
-        while not self.settings["answer_every_state"]:
-            with handle:
-                waiting = handle.take_message(JointState, False)
-            if waiting is None:
-                break
-            newer = self._observe(waiting[0])
+        waiting = () if self.settings["answer_every_state"] else waiting_messages(self._state_sub)
+        for queued, _ in waiting:
+            newer = self._observe(queued)
             if newer is not None:
                 self.caught_up += answer is not None
                 answer = newer

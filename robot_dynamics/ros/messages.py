@@ -16,7 +16,7 @@ from __future__ import annotations
 import array
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -79,6 +79,18 @@ def ns_to_stamp(ns: int) -> TimeMsg:
 
 def duration_to_s(duration: Any) -> float:
     return float(duration.sec) + 1e-9 * float(duration.nanosec)
+
+
+def waiting_messages(subscription: Any, raw: bool = False) -> Iterator[tuple[Any, int]]:
+    """Takes the messages waiting in ``subscription``, oldest first, without an executor's callback:
+    ``(message, received_ns)``, the middleware's receipt time (ns, system clock)."""
+    handle, msg_type = subscription.handle, subscription.msg_type
+    while True:
+        with handle:
+            got = handle.take_message(msg_type, raw)
+        if got is None:
+            return
+        yield got[0], int(got[1]["received_timestamp"])
 
 
 # ------------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ import numpy as np
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
-from robot_dynamics.ros.messages import stamp_to_ns
+from robot_dynamics.ros.messages import stamp_to_ns, waiting_messages
 
 
 class PeriodicThread:
@@ -152,14 +152,8 @@ class CommandIntake:
     def take(self) -> None:
         """Every message waiting, oldest first per topic."""
         for subscription, handler in self.inputs:
-            handle, msg_type = subscription.handle, subscription.msg_type
-            while True:
-                with handle:
-                    got = handle.take_message(msg_type, False)
-                if got is None:
-                    break
-                msg, info = got
-                handler(msg, int(info["received_timestamp"]))
+            for msg, received_ns in waiting_messages(subscription):
+                handler(msg, received_ns)
 
     def destroy(self) -> None:
         self.companion.destroy_node()

@@ -44,7 +44,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from robot_dynamics.bag.reader import CLOCK, BagError, Int64Array, RawTopic, read_topics, topic_name
 from robot_dynamics.bag.writer import BagWriter
-from robot_dynamics.ros.messages import diagnostic_dict
+from robot_dynamics.ros.messages import diagnostic_dict, waiting_messages
 from robot_dynamics.ros.process import stop_executors
 
 #: QoS of the played topics: reliable, volatile, deep enough for bursts at high rate factors.
@@ -188,14 +188,10 @@ class Recorder:
         this every few milliseconds instead of an executor calling back once per message), stamped with
         the node's clock now, or with ``receipt_clock`` the middleware's receipt time (system clock, the
         time each message arrived rather than the time it was taken). How many it took."""
-        handle, msg_type = self.subscription.handle, self.subscription.msg_type
         taken = 0
-        with handle:
-            while (got := handle.take_message(msg_type, True)) is not None:
-                raw, info = got
-                now = int(info["received_timestamp"]) if receipt_clock else self.clock.now().nanoseconds
-                self._store(now, bytes(raw))
-                taken += 1
+        for raw, received_ns in waiting_messages(self.subscription, raw=True):
+            self._store(received_ns if receipt_clock else self.clock.now().nanoseconds, bytes(raw))
+            taken += 1
         return taken
 
     @property
