@@ -148,7 +148,17 @@ def main() -> None:
             if p.get("determined") == "alone" and p.get("relative_error") is not None:
                 kind = p["what"]
                 worst[kind] = max(worst.get(kind, (0.0, "")), (abs(p["relative_error"]), p["parameter"]))
-        print(f"  {name}: " + ", ".join(f"{k} {100 * v:.0f} % ({p})" for k, (v, p) in worst.items()))
+        print(f"  {name}: " + ", ".join(f"{k} {100 * v:.1f} % ({p})" for k, (v, p) in worst.items()))
+    print("\nBase parameters (identified vs plant; significant: the plant's value makes >= 0.01 N·m of torque):\n")
+    for name, r in results.items():
+        b = r.get("base_parameters")
+        if b:
+            print(
+                f"  {name}: {b['within_count']} of {b['significant']} significant within {100 * b['within']:g} % "
+                f"(of {b['count']}); 90th percentile {100 * b['p90_relative_error']:.2g} %, largest "
+                f"{100 * b['max_relative_error']:.2g} %; the largest error of any base parameter makes "
+                f"{b['max_error_nm']:.3g} N·m"
+            )
 
 
 if __name__ == "__main__":

@@ -77,6 +77,9 @@ def test_every_case_through_the_nodes(tmp_path: Path) -> None:
         [0.3, 0.2, 0.5, 0.3, 0.02, 0.01]
     )
     assert all("identified" in p and "error" in p for p in summary["parameters"])
+    base = summary["base_parameters"]
+    assert base["count"] == len(base["rows"]) and 0 <= base["within_count"] <= base["significant"] <= base["count"]
+    assert "## Base parameters: identified vs plant" in (out / "report.md").read_text()
     assert load_robot(str(out / "identified.yaml")).dof == 2
     identification = json.loads((out / "identification.json").read_text())
     assert identification["robot"] == "fu_two_link" and identification["friction"]["law"] == "stribeck"
@@ -166,3 +169,26 @@ def test_the_motion_stays_in_its_workspace_and_limits() -> None:
     np.testing.assert_array_equal([j.limits.upper for j in reloaded.joints], upper)
     inside = {k for k, v in model.named_poses.items() if ((lower <= v) & (v <= upper)).all()}
     assert set(reloaded.named_poses) == inside != set(model.named_poses)  # the poses outside are dropped
+
+
+def test_base_parameters_of_a_plant_against_itself_and_a_perturbed_fit() -> None:
+    """Identified = plant: every base parameter exact. A fit whose second link is 10 % heavier: the base
+    parameters that hold that mass are off by their share of it, significant ones counted as off."""
+    from dataclasses import replace
+
+    from robot_dynamics.experiment.parameters import base_parameter_lines, base_parameter_summary
+
+    plant = load_robot("puma560")
+    same = base_parameter_summary(plant, plant, plant)
+    assert same["within_count"] == same["significant"] > 10 and same["max_error_nm"] == 0.0
+    assert all(r["error"] == 0.0 for r in same["rows"])
+    joints = list(plant.joints)
+    joints[1] = replace(joints[1], link=replace(joints[1].link, mass=joints[1].link.mass * 1.1))
+    fit = plant.with_changes(joints=joints)
+    off = base_parameter_summary(plant, plant, fit)
+    assert off["within_count"] < off["significant"] and off["max_error_nm"] > 0.01
+    rows = {r["name"]: r for r in off["rows"]}
+    assert any(r["significant"] and r["relative_error"] > 0.05 for r in rows.values())
+    text = "\n".join(base_parameter_lines(off))
+    assert f"**{off['within_count']} of them within 5 %**" in text and "| base parameter |" in text
+    assert base_parameter_lines(None) == []

@@ -41,6 +41,7 @@ from robot_dynamics.bag.evaluate import read_inputs
 from robot_dynamics.bag.tracking import Tracking, tracking
 from robot_dynamics.experiment.cases import RATIOS, Case
 from robot_dynamics.experiment.motion import Motion
+from robot_dynamics.experiment.parameters import base_parameter_lines
 from robot_dynamics.model import FloatArray, RobotModel
 
 REVERSAL_SPEED = 0.05  # rad/s (m/s): a joint sample "near a reversal" below this desired speed
@@ -206,8 +207,9 @@ def summarise(
     parameters: list[dict[str, Any]],
     simulator: Mapping[str, Mapping[str, int]],
     elapsed_s: float,
+    base_parameters: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON report."""
+    """The JSON report (``base_parameters``: :func:`~robot_dynamics.experiment.parameters.base_parameter_summary`)."""
     cases = {}
     for key, run in runs.items():
         cases[key] = {
@@ -230,6 +232,7 @@ def summarise(
         "cases": cases,
         "ratios": ratios(runs),
         "parameters": parameters,
+        "base_parameters": None if base_parameters is None else dict(base_parameters),
         "simulator": dict(simulator),
         "elapsed_s": elapsed_s,
     }
@@ -325,6 +328,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
             ident = f"{p['identified']:.4g}" if has_id else "–"
             values = f"{p['stock']:.4g} | {p['plant']:.4g} | {ident} | {error}"
             lines.append(f"| {p['what']} {p['parameter']} | {p['of']} | {p['determined']} | {values} |")
+    lines += base_parameter_lines(summary.get("base_parameters"))
     return "\n".join(lines) + "\n"
 
 

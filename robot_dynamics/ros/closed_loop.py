@@ -54,7 +54,7 @@ from robot_dynamics.experiment.motion import (
     restricted_model,
     start_pose,
 )
-from robot_dynamics.experiment.parameters import parameter_rows
+from robot_dynamics.experiment.parameters import base_parameter_summary, parameter_rows
 from robot_dynamics.experiment.settings import Settings, chain_arguments, gains, node_parameters, summary_settings
 from robot_dynamics.identification.excitation_files import read_trajectory
 from robot_dynamics.model import RobotModel
@@ -347,13 +347,14 @@ class Experiment:
             if lock is not None:
                 lock.close()
         fitted = load_robot(str(identified)) if "C" in s.cases else None
-        parameters = parameter_rows(self.model, self.plant.true_model, fitted)  # type: ignore[attr-defined]
+        truth = self.plant.true_model  # type: ignore[attr-defined]
         summary = report.summarise(
             summary_settings(s, self.q0, self.kp, self.kd),
             self.runs,
-            parameters,
+            parameter_rows(self.model, truth, fitted),
             self.simulator,
             time.monotonic() - started,
+            None if fitted is None else base_parameter_summary(self.model, truth, fitted),
         )
         report.write(self.out, summary, self.runs)
         return summary
