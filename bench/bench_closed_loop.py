@@ -14,8 +14,9 @@ With ``--realtime`` (default) also case B without lock-step at 1 kHz: the loop's
 → command latency.
 
 Prints one table of tracking RMS per case and robot, the ratios against the targets, the loop's
-counters and the real-time figures, and the largest errors of the parameters the joint torques
-determine alone (friction, armature); each robot's full report is in ``DIR/<robot>/report.md``.
+counters and the real-time figures, the largest errors of the parameters the joint torques determine
+alone (friction, armature) and how many significant base parameters lie within 5 % of the plant's; each
+robot's full report is in ``DIR/<robot>/report.md``.
 Wall time: about 4-5 minutes per robot on a shared 2-core machine (the excitation design and the runs).
 """
 

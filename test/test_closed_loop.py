@@ -188,7 +188,8 @@ def test_base_parameters_of_a_plant_against_itself_and_a_perturbed_fit() -> None
     off = base_parameter_summary(plant, plant, fit)
     assert off["within_count"] < off["significant"] and off["max_error_nm"] > 0.01
     rows = {r["name"]: r for r in off["rows"]}
-    assert any(r["significant"] and r["relative_error"] > 0.05 for r in rows.values())
+    assert any(r["significant"] and abs(r["relative_error"]) > 0.05 for r in rows.values())
+    assert all(r["relative_error"] is None or r["relative_error"] * r["error"] >= 0.0 for r in rows.values())
     text = "\n".join(base_parameter_lines(off))
     assert f"**{off['within_count']} of them within 5 %**" in text and "| base parameter |" in text
     assert base_parameter_lines(None) == []

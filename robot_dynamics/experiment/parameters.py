@@ -87,7 +87,7 @@ def base_parameter_summary(stock: RobotModel, plant: RobotModel, identified: Rob
     error = values["identified"] - values["plant"]
     contribution = np.abs(values["plant"]) * base.scale
     significant = contribution >= SIGNIFICANT_NM
-    relative = np.abs(error) / np.where(values["plant"] != 0.0, np.abs(values["plant"]), np.inf)
+    relative = error / np.where(values["plant"] != 0.0, np.abs(values["plant"]), np.inf)  # signed
     rows = [
         {
             "name": name,
@@ -101,7 +101,7 @@ def base_parameter_summary(stock: RobotModel, plant: RobotModel, identified: Rob
         }
         for k, (name, text) in enumerate(zip(base.names, base.expressions, strict=True))
     ]
-    held = relative[significant]
+    held = np.abs(relative[significant])
     return {
         "significant_nm": SIGNIFICANT_NM,
         "within": WITHIN,
@@ -130,7 +130,7 @@ def base_parameter_lines(base: Mapping[str, Any] | None) -> list[str]:
         f"{100 * base['p90_relative_error']:.2g} %, largest {100 * base['max_relative_error']:.2g} %); the "
         f"largest error of any base parameter makes {base['max_error_nm']:.3g} N·m.",
     ]
-    off = [r for r in base["rows"] if r["significant"] and (r["relative_error"] or 0.0) > within]
+    off = [r for r in base["rows"] if r["significant"] and abs(r["relative_error"] or 0.0) > within]
     if off:
         lines += ["", "| base parameter | plant | identified | error | as torque (N·m) |", "|---|---:|---:|---:|---:|"]
         for r in off:

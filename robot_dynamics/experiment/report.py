@@ -20,7 +20,7 @@
   samples whose desired speed is below :data:`REVERSAL_SPEED` and over the others — where friction is
   least a law of velocity (MuJoCo's friction loss is a soft constraint there) and an identified model
   differs most from the plant.
-* Parameters beside the plant's: :mod:`robot_dynamics.experiment.parameters`.
+* Parameters beside the plant's, and the base parameters: :mod:`robot_dynamics.experiment.parameters`.
 
 Files: ``report.json``, ``report.md``, ``tracking.png`` (:func:`write`).
 """
