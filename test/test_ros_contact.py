@@ -259,6 +259,8 @@ def test_states_queued_behind_a_newer_one_are_observed_and_the_newest_answered(
     wait_until(lambda: len(events.snapshot()) >= len(batch), "the collision events")
     seen = [(stamp_to_ns(e.header.stamp), e.joint, e.raised) for e in events.snapshot()]
     assert seen == [(int(stamps[e.sample]), NAMES[e.joint], e.raised) for e in batch]
+    for event, change in zip(events.snapshot(), batch, strict=True):  # each with r at its own state
+        np.testing.assert_allclose(event.external_torque, expected[change.sample], rtol=1e-12, atol=1e-12)
     assert dict(node.diagnostic_values())["caught_up"] == str(node.caught_up)
 
 

@@ -245,8 +245,8 @@ class ContactNode(RobotNode):
         self.stats.published += 1
         t2 = time.perf_counter()
         self.stats.record_compute(t1 - t0, t2 - t1)
-        for stamped, change_list in changes:
-            self._publish_collisions(change_list, stamped, r)
+        for stamped, change_list, r_then in changes:  # each with the state's own stamp and r
+            self._publish_collisions(change_list, stamped, r_then)
         if stamp >= self._wrench_due and self.wrench_pub.get_subscription_count():
             self._publish_wrench(q, r, stamp)
             self.wrench_stats.record_compute(time.perf_counter() - t2)
@@ -254,8 +254,8 @@ class ContactNode(RobotNode):
             self._wrench_due = stamp + (round(1e9 / rate) if rate > 0.0 else 0)
 
     def _observe(self, msg: JointState) -> tuple[int, FloatArray, FloatArray, FloatArray, list[Any]] | None:
-        """One state through the observer and the detection: ``(stamp, q, qd, r, [(stamp, changes)])``, or
-        None when it is refused (a throttled warning) or no model is loaded yet."""
+        """One state through the observer and the detection: ``(stamp, q, qd, r, [(stamp, changes, r)])``,
+        or None when it is refused (a throttled warning) or no model is loaded yet."""
         self.stats.received += 1
         observer, matcher = self.observer, self.matcher
         if observer is None or matcher is None:
@@ -289,7 +289,7 @@ class ContactNode(RobotNode):
         self._r = r
         detector = self.detector
         changes = detector.update(r, observer.samples, stamp * 1e-9, qd, observer.decay) if detector else []
-        return stamp, q, qd, r, [(stamp, changes)] if changes else []
+        return stamp, q, qd, r, [(stamp, changes, r)] if changes else []
 
     def _publish_collisions(self, changes: list[Any], stamp: int, r: FloatArray) -> None:
         model, detector = self.model, self.detector
