@@ -115,6 +115,22 @@ def start(context: Any, spinner: Spinner, ns: str, **params: Any) -> ContactNode
     return spinner.add(ContactNode(namespace=ns, context=context, parameter_overrides=overrides))  # type: ignore[return-value]
 
 
+TORQUE = (JointState, "contact_node/external_torque")
+WRENCH = (WrenchStamped, "contact_node/external_wrench")
+EVENTS = (CollisionEvent, "contact_node/collision")
+
+
+def wired(client: Any, *outputs: tuple[type, str]) -> tuple[Any, list[Collector]]:
+    """A ``joint_states`` publisher the node has matched, and a Collector per ``(type, topic)`` of the
+    node's outputs, each once the node's publisher is seen."""
+    collectors = [Collector(client, msg_type, topic) for msg_type, topic in outputs]
+    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
+    wait_until(lambda: pub.get_subscription_count() >= 1, "the node's joint_states subscription")
+    for c in collectors:
+        wait_until(lambda c=c: c.subscription.get_publisher_count() >= 1, f"a publisher on {c.subscription.topic_name}")
+    return pub, collectors
+
+
 def test_the_wrench_comes_at_wrench_rate_of_the_states_time(
     context: Any, ros: tuple[Spinner, str], pushed: Any
 ) -> None:
@@ -124,12 +140,7 @@ def test_the_wrench_comes_at_wrench_rate_of_the_states_time(
     node = start(context, spinner, ns)
     assert node.settings["wrench_rate"] == 100.0
     client = spinner.add(client_node(context, ns))
-    torques = Collector(client, JointState, "contact_node/external_torque")
-    wrenches = Collector(client, WrenchStamped, "contact_node/external_wrench")
-    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
-    wait_until(lambda: pub.get_subscription_count() >= 1, "the node's joint_states subscription")
-    for c in (torques, wrenches):
-        wait_until(lambda c=c: c.subscription.get_publisher_count() >= 1, f"a publisher on {c.subscription.topic_name}")
+    pub, (torques, wrenches) = wired(client, TORQUE, WRENCH)
     stamps, q, qd, tau = pushed
 
     def feed(rows: range) -> None:
@@ -174,13 +185,7 @@ def test_external_torque_wrench_and_collisions_for_a_push(context: Any, ros: tup
     spinner, ns = ros
     start(context, spinner, ns, thresholds=THRESHOLDS, clear_ratio=0.5, wrench_rate=0.0)  # a wrench per state
     client = spinner.add(client_node(context, ns))
-    torques = Collector(client, JointState, "contact_node/external_torque")
-    wrenches = Collector(client, WrenchStamped, "contact_node/external_wrench")
-    events = Collector(client, CollisionEvent, "contact_node/collision")
-    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
-    wait_until(lambda: pub.get_subscription_count() >= 1, "the node's joint_states subscription")
-    for c in (torques, wrenches, events):
-        wait_until(lambda c=c: c.subscription.get_publisher_count() >= 1, f"a publisher on {c.subscription.topic_name}")
+    pub, (torques, wrenches, events) = wired(client, TORQUE, WRENCH, EVENTS)
     stamps, q, qd, tau = pushed
     rng = np.random.default_rng(8)
     for k in range(len(stamps)):
@@ -235,12 +240,7 @@ def test_states_queued_behind_a_newer_one_are_observed_and_the_newest_answered(
     node = ContactNode(namespace=ns, context=context, parameter_overrides=overrides)  # not spun yet
     assert node.settings["answer_every_state"] is False
     client = spinner.add(client_node(context, ns))
-    torques = Collector(client, JointState, "contact_node/external_torque")
-    events = Collector(client, CollisionEvent, "contact_node/collision")
-    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
-    wait_until(lambda: pub.get_subscription_count() >= 1, "the node's joint_states subscription")
-    for c in (torques, events):
-        wait_until(lambda c=c: c.subscription.get_publisher_count() >= 1, f"a publisher on {c.subscription.topic_name}")
+    pub, (torques, events) = wired(client, TORQUE, EVENTS)
     stamps, q, qd, tau = (a[100:200] for a in pushed)  # the push on: every joint rises into collision
     for k in range(len(stamps)):
         pub.publish(joint_state(q[k], qd[k], tau[k], stamps[k], list(range(6))))
@@ -270,10 +270,8 @@ def test_bad_states_are_skipped_and_parameters_refused_with_the_reason(
     spinner, ns = ros
     node = start(context, spinner, ns)
     client = spinner.add(client_node(context, ns))
-    torques = Collector(client, JointState, "contact_node/external_torque")
     diagnostics = Collector(client, DiagnosticArray, "/diagnostics")
-    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
-    wait_until(lambda: pub.get_subscription_count() >= 1 and torques.subscription.get_publisher_count() >= 1, "DDS")
+    pub, (torques,) = wired(client, TORQUE)
     stamps, q, qd, tau = pushed
     order = list(range(6))
     good = list(range(0, 60))
@@ -349,9 +347,7 @@ def test_a_payload_continues_the_observer_with_the_loaded_model(
     spinner, ns = ros
     node = start(context, spinner, ns, backend="python")  # (no native build of the loaded model)
     client = spinner.add(client_node(context, ns))
-    torques = Collector(client, JointState, "contact_node/external_torque")
-    pub = client.create_publisher(JointState, "joint_states", DATA_QOS)
-    wait_until(lambda: pub.get_subscription_count() >= 1 and torques.subscription.get_publisher_count() >= 1, "DDS")
+    pub, (torques,) = wired(client, TORQUE)
     set_payload = client.create_client(SetPayload, "contact_node/set_payload")
     stamps, q, qd, tau = pushed
     mass, com = 2.5, np.array([0.0, 0.02, 0.08])

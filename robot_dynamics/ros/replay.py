@@ -183,16 +183,13 @@ class Recorder:
             self.stamps.append(received_ns)
             self.data.append(raw)
 
-    def take_waiting(self, receipt_clock: bool) -> int:
+    def take_waiting(self, receipt_clock: bool) -> None:
         """Takes every message waiting in the subscription (for a node no executor spins: a thread calls
         this every few milliseconds instead of an executor calling back once per message), stamped with
         the node's clock now, or with ``receipt_clock`` the middleware's receipt time (system clock, the
-        time each message arrived rather than the time it was taken). How many it took."""
-        taken = 0
+        time each message arrived rather than the time it was taken)."""
         for raw, received_ns in waiting_messages(self.subscription, raw=True):
             self._store(received_ns if receipt_clock else self.clock.now().nanoseconds, bytes(raw))
-            taken += 1
-        return taken
 
     @property
     def count(self) -> int:
