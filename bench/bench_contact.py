@@ -11,7 +11,9 @@ fingers), everything a user would do, with the package's own commands, in one ru
    plant benchmark's deviations); and the same plant **without Coulomb friction**. MuJoCo's contacts
    are switched off: the stock collision meshes, compiled as convex hulls, touch in many poses (the
    UR5's forearm and wrist 2 in 28 % of poses drawn in ±1.5 rad, 2 cm deep), which is a contact the observer
-   rightly reports but no free motion.
+   rightly reports but no free motion. And the deviated plant once more with **link-side joint torque
+   sensors** (``torque_sensing="link"``: the effort is the torque the joints pass on to their links,
+   after friction, damping and armature, as a Franka's ``tau_J``; the motors' torque otherwise).
 2. **Motion**: ``robot-dynamics excitation`` designs six 20 s trajectories (0.1 Hz, 4 harmonics, 1 s
    ramps; seeds 0, 2, 4 for identification and calibration, seeds 1, 3, 5 for validation), each
    three chained by 3 s quintic moves (~72 s, of which 60 s of excitation); the plant tracks them under
@@ -19,7 +21,9 @@ fingers), everything a user would do, with the package's own commands, in one ru
    ``kd = 2 ζ ωn D_ii``, ``ωn = 20 rad/s``, ``ζ = 1``) — :func:`robot_dynamics.plant.run.run_plant`;
    every run is recorded as a rosbag2 file (joint_states with effort = the applied torque) by the
    package's bag writer.
-3. **Identified model**: ``robot-dynamics identify`` on the calibration recording.
+3. **Identified model**: ``robot-dynamics identify`` on the calibration recording (and on the link-side
+   calibration recording for the link-side cases; the plant's own model there is its true model without
+   friction and armature, :func:`robot_dynamics.plant.true_model.link_side`).
 4. **Pushes**: 20 N at the tool (MuJoCo ``xfrc_applied``), 0.3 s steps along ±x, ±y, ±z and two
    diagonals (world axes): 24 during the validation motion (every 2.9 s), 8 at rest at a pose away
    from singularities (cond(J) ~ 9), and for the accuracy 8 during the first validation trajectory
@@ -72,6 +76,7 @@ from robot_dynamics.identification.excitation_files import read_trajectory
 from robot_dynamics.models.chain_yaml import write_chain_yaml
 from robot_dynamics.plant import MujocoPlant, parse_deviations, plant_source
 from robot_dynamics.plant.run import PlantRun, Push, push_schedule, run_plant, write_run_bag
+from robot_dynamics.plant.true_model import link_side
 from robot_dynamics.trajectory import JointTrajectorySampler
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,6 +89,11 @@ DIRECTIONS = np.array(
 WN, ZETA = 20.0, 1.0
 CALIBRATION_SEEDS, VALIDATION_SEEDS = (0, 2, 4), (1, 3, 5)
 LINK_S = 3.0  # quintic move between chained trajectories
+VARIANTS = {  # run suffix: (the Lab's deviations, torque sensing)
+    "": ("deviated", "motor"),
+    "_nc": ("frictionless", "motor"),
+    "_link": ("deviated", "link"),
+}
 REST_POSES = {
     "ur5": [0.0, -1.2, 1.4, -1.6, -1.57, 0.3],
     "panda": [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785],
@@ -196,22 +206,24 @@ class Lab:
         msg = read_trajectory(path)
         return JointTrajectorySampler(msg.times, msg.positions, msg.velocities, msg.accelerations)
 
-    def plant(self, coulomb: bool) -> MujocoPlant:
-        plant = MujocoPlant(self.source, self.stock, 1e-3, self.deviated if coulomb else self.frictionless)
+    def plant(self, variant: str) -> MujocoPlant:
+        """The plant of ``variant`` (:data:`VARIANTS`)."""
+        deviations, sensing = VARIANTS[variant]
+        plant = MujocoPlant(self.source, self.stock, 1e-3, getattr(self, deviations), torque_sensing=sensing)
         plant.mjmodel.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)  # see the module docstring
         return plant
 
     def run(
         self,
         name: str,
-        coulomb: bool,
+        variant: str,
         trajectory: JointTrajectorySampler | None,
         extra: float = 1.0,
         pushes: list[Push] = (),  # type: ignore[assignment]
     ) -> PlantRun:
         """Track ``trajectory`` from its first point at rest (it starts at 0.5 s), ``extra`` s after its
         end; without one, hold the rest pose for ``extra`` s."""
-        plant = self.plant(coulomb)
+        plant = self.plant(variant)
         start = self.rest_pose if trajectory is None else trajectory.positions[0]
         plant.reset(start, np.zeros(self.stock.dof))
         law = ControlLaw(self.stock)
@@ -334,32 +346,37 @@ def row(*cells: object) -> str:
 
 
 def simulate(lab: Lab, moving: list[Push], rest: list[Push], slow: list[Push]) -> dict[str, PlantRun]:
-    """Every run of the proof, each written as a bag in ``lab.out`` (suffix ``_nc``: no Coulomb friction)."""
+    """Every run of the proof, each written as a bag in ``lab.out`` (suffix: the plant's variant)."""
     t0 = time.perf_counter()
     runs = {}
-    for suffix, coulomb in (("", True), ("_nc", False)):
-        runs["calibration" + suffix] = lab.run("calibration" + suffix, coulomb, lab.excitation)
-        runs["free" + suffix] = lab.run("free" + suffix, coulomb, lab.validation)
-        runs["pushed" + suffix] = lab.run("pushed" + suffix, coulomb, lab.validation, pushes=moving)
-        runs["rest" + suffix] = lab.run("rest" + suffix, coulomb, None, extra=9.5, pushes=rest)
-    runs["slow_nc"] = lab.run("slow_nc", False, lab.slow, pushes=slow)
+    for suffix in VARIANTS:
+        runs["calibration" + suffix] = lab.run("calibration" + suffix, suffix, lab.excitation)
+        runs["free" + suffix] = lab.run("free" + suffix, suffix, lab.validation)
+        runs["pushed" + suffix] = lab.run("pushed" + suffix, suffix, lab.validation, pushes=moving)
+        runs["rest" + suffix] = lab.run("rest" + suffix, suffix, None, extra=9.5, pushes=rest)
+    runs["slow_nc"] = lab.run("slow_nc", "_nc", lab.slow, pushes=slow)
     print(f"  simulated {sum(r.t[-1] for r in runs.values()):.0f} s of plant in {time.perf_counter() - t0:.0f} s")
     return runs
 
 
 def model_files(lab: Lab) -> dict[str, tuple[str, list[str]]]:
     """The robot files with their chain options: identified (``robot-dynamics identify`` on the
-    calibration bag), stock, and the plants' own models (``exact``, ``exact_nc``) as chain YAML."""
+    calibration bag; ``identified_link`` on the link-side one), stock, and the plants' own models
+    (``exact``, ``exact_nc``, ``exact_link``) as chain YAML."""
     robot, out = lab.robot, lab.out
-    t0 = time.perf_counter()
-    identified = out / "identified.yaml"
-    command(["identify", str(out / "calibration"), "--robot", robot.urdf, *robot.options(), "--out", str(identified)])
-    print(f"  robot-dynamics identify: {time.perf_counter() - t0:.0f} s")
-    files = {"identified": (str(identified), []), "stock": (robot.urdf, robot.options())}
-    for label, coulomb in (("exact", True), ("exact_nc", False)):
-        path = out / f"true_{label}.yaml"
-        write_chain_yaml(path, lab.plant(coulomb).true_model)
-        files[label] = (str(path), [])
+    files = {"stock": (robot.urdf, robot.options())}
+    for suffix in ("", "_link"):
+        t0 = time.perf_counter()
+        identified = out / f"identified{suffix}.yaml"
+        calibration = str(out / f"calibration{suffix}")
+        command(["identify", calibration, "--robot", robot.urdf, *robot.options(), "--out", str(identified)])
+        print(f"  robot-dynamics identify ({calibration}): {time.perf_counter() - t0:.0f} s")
+        files["identified" + suffix] = (str(identified), [])
+    for suffix in VARIANTS:
+        path = out / f"true_exact{suffix}.yaml"
+        true = lab.plant(suffix).true_model
+        write_chain_yaml(path, link_side(true) if VARIANTS[suffix][1] == "link" else true)
+        files["exact" + suffix] = (str(path), [])
     return files
 
 
@@ -369,6 +386,8 @@ CASES = [  # (label, model, runs' suffix, reversal-aware thresholds)
     ("identified model, deviated plant", "identified", "", True),
     ("identified model, deviated plant, fixed thresholds", "identified", "", False),
     ("stock model, deviated plant, own thresholds", "stock", "", True),
+    ("exact model, deviated plant, link-side torque sensors", "exact_link", "_link", True),
+    ("identified model, deviated plant, link-side torque sensors", "identified_link", "_link", True),
 ]
 
 
@@ -436,7 +455,7 @@ def stock_at_identified(lab: Lab, runs: dict[str, PlantRun], th: Thresholds) -> 
 
 def rest_table(lab: Lab, run: PlantRun, rest: list[Push], latency: list[float | None]) -> None:
     """At rest on the deviated plant: each push's joint torque against the joints' Coulomb friction."""
-    coulomb = np.array([j.friction.coulomb[0] for j in lab.plant(True).true_model.joints])
+    coulomb = np.array([j.friction.coulomb[0] for j in lab.plant("").true_model.joints])
     print("\nat rest (deviated plant, identified model): |Jᵀ F| per joint, its largest ratio to F_c, the latency")
     for p, lat in zip(rest, latency, strict=True):
         torque = np.abs(run.tau_ext[round(p.start / run.period) + 1])
@@ -456,7 +475,11 @@ def accuracy_table(
     print("\n" + row(*heads))
     print("|---|---|---:|---:|---:|---:|---:|")
     out: dict[str, Any] = {}
-    for label, key, suffix in (("without Coulomb friction", "exact_nc", "_nc"), ("deviated (Coulomb)", "exact", "")):
+    for label, key, suffix in (
+        ("without Coulomb friction", "exact_nc", "_nc"),
+        ("deviated (Coulomb)", "exact", ""),
+        ("deviated, link-side torque sensors", "exact_link", "_link"),
+    ):
         model = rd.load_robot(files[key][0])
         for part, name in (("in motion", "pushed"), ("in motion at 1/4 speed", "slow"), ("at rest", "rest")):
             if name + suffix not in runs:

@@ -12,7 +12,8 @@ publish a ``trajectory_msgs/JointTrajectory`` on ``joint_trajectory`` to make it
 ``robot_state_publisher:=true`` the robot's URDF (the ``urdf`` file, or ``robot_config`` exported to
 URDF) is published for RViz (checked to be installed before any node starts), and the nodes can take
 it from the ``robot_description`` topic (``use_robot_description_topic:=true``). ``engine:=mujoco``
-(+ ``plant_deviations`` or ``mjcf``) simulates on MuJoCo; ``lockstep:=true`` (with
+(+ ``plant_deviations`` or ``mjcf``) simulates on MuJoCo; ``torque_sensing:=link`` publishes what
+link-side joint torque sensors read (after the joints' friction) as the effort; ``lockstep:=true`` (with
 ``use_sim_time:=true``) makes the simulator the clock, stepping once per answered state.
 
 Every node is required (see ``dynamics.launch.py``). Without launch_ros:

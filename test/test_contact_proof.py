@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 from typing import Any
 
 import mujoco
@@ -32,6 +33,7 @@ from robot_dynamics.dynamics.contact_wrench import external_wrench
 from robot_dynamics.models.chain_yaml import write_chain_yaml
 from robot_dynamics.plant import MujocoPlant, parse_deviations, plant_source
 from robot_dynamics.plant.run import Push, run_plant, write_run_bag
+from robot_dynamics.plant.true_model import link_side
 from robot_dynamics.trajectory import JointTrajectorySampler
 
 URDF = str(EXAMPLE_ROBOTS / "ur_description/urdf/ur5_robot.urdf")
@@ -122,3 +124,31 @@ def test_the_estimate_settles_to_the_applied_torque_and_wrench(proof: dict[str, 
     assert wrench_error.max() <= 0.05
     quiet = ~np.convolve(run.pushed, np.ones(400), "full")[: run.t.size].astype(bool)
     assert np.abs(r[quiet]).max() < 0.5  # free motion: no push, little residual
+
+
+def test_a_push_that_static_friction_holds_shows_only_in_link_side_torques(tmp_path: Path) -> None:
+    """The UR5 plant with 4 N·m of Coulomb friction on its big joints, at rest, pushed with 20 N along x
+    (6 N·m on the shoulder, 1.5 x its friction): in the motors' torques the joints' static friction takes
+    most of the push; a link-side torque sensor reads it whole, so the observer settles to ``Jᵀ F``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stock = rd.load_robot(URDF)
+    push = Push(0.2, 0.3, (20.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    deviations = parse_deviations({**DEVIATIONS, "friction": [4.0, 4.0, 3.0, 1.0, 1.0, 0.8]}, "test")
+    ratio = {}
+    for sensing in ("motor", "link"):
+        plant = MujocoPlant(plant_source(URDF, None, None, None), stock, 1e-3, deviations, torque_sensing=sensing)
+        plant.mjmodel.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+        plant.reset(HOME, np.zeros(6))
+        D = np.diag(rd.inertia_matrix(stock, HOME))
+        controller = Controller(ControlLaw(stock), ControlSettings("pd_feedforward", kp=400.0 * D, kd=40.0 * D))
+        run = run_plant(plant, controller, 0.8, pushes=[push])
+        write_run_bag(tmp_path / sensing, run)
+        model = link_side(plant.true_model) if sensing == "link" else plant.true_model
+        r = analyse(model, read_inputs(tmp_path / sensing, model, trajectory=None).series, gain=GAIN).run.r
+        k0, k1 = round(push.start / run.period) + 1, round(push.end / run.period) + 1
+        settled = slice(k0 + round(4.0 / GAIN / run.period), k1)
+        truth = run.tau_ext[settled]
+        ratio[sensing] = np.sqrt(np.mean((r[settled] - truth) ** 2)) / np.sqrt(np.mean(truth**2))
+    assert ratio["motor"] > 0.3, ratio  # the friction holds a third or more of the push
+    assert ratio["link"] <= 0.05, ratio

@@ -30,6 +30,7 @@ from robot_dynamics.plant import (
     parse_deviations,
     plant_source,
 )
+from robot_dynamics.plant.true_model import link_side
 from robot_dynamics.user_input import renamed_model
 
 UR5 = str(EXAMPLE_ROBOTS / "ur_description/urdf/ur5_robot.urdf")
@@ -483,3 +484,76 @@ def test_the_example_deviation_file_fits_the_ur5() -> None:
     true = plant.true_model
     assert [j.friction.coulomb[0] for j in true.joints] == [4.0, 4.0, 3.0, 1.0, 1.0, 0.8]
     assert [j.motor.inertia for j in true.joints if j.motor] == [0.15, 0.15, 0.1, 0.02, 0.02, 0.02]
+
+
+# ------------------------------------------------------------------------------------------------
+# link-side joint torque sensing
+# ------------------------------------------------------------------------------------------------
+def test_link_side_torque_is_the_rigid_links_torque_of_the_step_mujoco() -> None:
+    # MuJoCo's equation of motion with the armature and friction loss moved to the right-hand side:
+    # what the joints pass on is M_rigid qacc + bias - J^T F of the true model without friction/armature
+    plant = make_plant("ur5", parse_deviations({**DEVIATIONS, "friction": 2.0}, "plant.yaml"))
+    plant.torque_sensing = "link"
+    plant.mjmodel.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)  # (contacts act on links)
+    rigid = link_side(plant.true_model)
+    rd.prepare(rigid, "python")
+    rng = np.random.default_rng(5)
+    for wrench in (np.zeros(6), np.array([8.0, -15.0, 20.0, 0.5, -1.0, 0.3])):
+        plant.external_wrench = wrench
+        for _ in range(6):
+            q, qd = rng.uniform(-1.2, 1.2, 6), rng.normal(0.0, 1.0, 6)
+            plant.reset(q, qd)
+            applied = plant.step(rng.normal(0.0, 20.0, 6))
+            qacc = plant.data.qacc[plant.compiled.dof]  # the step's acceleration (before integration)
+            jt_f = rd.jacobian(rigid, q, frame="world").T @ wrench
+            expected = rd.inverse_dynamics(rigid, q, qd, qacc) - jt_f
+            assert relative(plant.effort, expected) < TOL
+            assert np.abs(plant.effort - applied).max() > 0.1  # friction, damping, armature: not the motors'
+
+
+def test_a_push_the_joint_friction_holds_shows_link_side_only() -> None:
+    # stiction (friction loss 40 N m on every joint) holds a 20 N push: the motors' torque does not
+    # change, the link-side reading changes by -J^T F
+    plant = make_plant("ur5", parse_deviations({"friction": 40.0}, "plant.yaml"))
+    q = np.array([0.0, -1.2, 1.4, -1.6, -1.57, 0.3])
+    hold = rd.gravity_torques(plant.true_model, q, backend="python")
+    readings = {}
+    for sensing in ("motor", "link"):
+        plant.torque_sensing = sensing
+        for label, push in (("free", np.zeros(6)), ("pushed", np.array([0.0, 0.0, 20.0, 0.0, 0.0, 0.0]))):
+            plant.reset(q, np.zeros(6))
+            plant.external_wrench = push
+            for _ in range(50):
+                plant.step(hold)
+            readings[sensing, label] = plant.effort
+            assert np.abs(plant.q - q).max() < 5e-3  # held (MuJoCo's friction loss is soft: it creeps)
+    jt_f = rd.jacobian(plant.true_model, q, frame="world").T @ np.array([0.0, 0.0, 20.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(readings["motor", "pushed"], readings["motor", "free"])
+    change = readings["link", "pushed"] - readings["link", "free"]
+    assert np.abs(change + jt_f).max() < 0.05 * np.abs(jt_f).max()  # (the creep's inertia torque)
+
+
+def test_link_side_torque_of_the_model_engine() -> None:
+    puma = load("puma560")
+    rd.prepare(puma, "python")
+    assert puma.has_friction and any(j.motor for j in puma.joints)
+    q0 = np.array([0.0, 0.8, -1.0, 0.2, 0.6, -0.3])
+    qd0 = np.array([0.4, 0.3, -0.2, 0.5, -0.6, 0.1])  # sliding: no stick-slip decision within the step
+    tau = rd.gravity_torques(puma, q0) + np.array([5.0, 40.0, -10.0, 1.0, 0.5, -0.3])
+    push = np.array([10.0, -5.0, 20.0, 0.0, 1.0, 0.0])
+    plant = ModelPlant(puma, 0.005, torque_sensing="link")
+    plant.reset(q0, qd0)
+    plant.external_wrench = push
+    applied = plant.step(tau)
+    qdd = (plant.qd - qd0) / 0.005  # constant acceleration over the step
+    rigid = link_side(puma)
+    rd.prepare(rigid, "python")
+    expected = rd.inverse_dynamics(rigid, q0, qd0, qdd) - rd.jacobian(puma, q0, frame="world").T @ push
+    np.testing.assert_allclose(plant.effort, expected, atol=1e-9 * np.abs(expected).max())
+    # = the applied torque less the friction and the motor inertia's torque
+    full = rd.inverse_dynamics(puma, q0, qd0, qdd, wrench=-push, wrench_frame="world")
+    np.testing.assert_allclose(full, applied, atol=1e-9 * np.abs(applied).max())
+    with pytest.raises(ValueError, match="torque_sensing 'link' needs the fixed_step integrator"):
+        ModelPlant(puma, 0.005, "adaptive", torque_sensing="link")
+    with pytest.raises(ValueError, match=r"torque_sensing must be one of \['motor', 'link'\], got 'joint'"):
+        ModelPlant(puma, 0.005, torque_sensing="joint")

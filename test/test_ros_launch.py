@@ -94,11 +94,18 @@ def test_the_launch_arguments() -> None:
         "contact",
         "contact_params_file",
     }
-    assert set(SIMULATION_ARGUMENTS) == {"robot_state_publisher", "engine", "plant_deviations", "mjcf", "lockstep"}
+    assert set(SIMULATION_ARGUMENTS) == {
+        "robot_state_publisher",
+        "engine",
+        "plant_deviations",
+        "mjcf",
+        "torque_sensing",
+        "lockstep",
+    }
     # a parameter argument is passed only when given: its default is "not given"
     for name in ("friction", "use_sim_time", "use_robot_description_topic", "robot_config", "log_level"):
         assert DYNAMICS_ARGUMENTS[name][0] == ""
-    for name in ("engine", "plant_deviations", "mjcf", "lockstep"):
+    for name in ("engine", "plant_deviations", "mjcf", "torque_sensing", "lockstep"):
         assert SIMULATION_ARGUMENTS[name][0] == ""
 
 
@@ -121,12 +128,19 @@ def test_contact_adds_the_contact_node_with_its_own_parameter_file(tmp_path: Pat
 def test_the_simulators_plant_and_lockstep_arguments(tmp_path: Path) -> None:
     deviations = REPO / "config" / "plant_deviations.yaml"
     (simulator,) = simulation_nodes(
-        {"engine": "mujoco", "plant_deviations": str(deviations), "lockstep": "true", "use_sim_time": "true"}
+        {
+            "engine": "mujoco",
+            "plant_deviations": str(deviations),
+            "torque_sensing": "link",
+            "lockstep": "true",
+            "use_sim_time": "true",
+        }
     )
     assert simulator.parameters[1] == {
         "use_sim_time": True,
         "engine": "mujoco",
         "plant_deviations": str(deviations),
+        "torque_sensing": "link",
         "lockstep": True,
     }
     assert simulation_nodes({})[0].parameters == [default_params_file()]  # not given: the file decides
@@ -138,6 +152,7 @@ def test_the_simulators_plant_and_lockstep_arguments(tmp_path: Path) -> None:
         ({"engine": "model", "plant_deviations": str(deviations)}, "only for engine:=mujoco, not engine:=model"),
         ({"mjcf": str(tmp_path / "arm.xml")}, "launch argument mjcf: no such file"),
         ({"lockstep": "true"}, r"lockstep:=true needs use_sim_time:=true"),
+        ({"torque_sensing": "joint"}, r"torque_sensing: expected one of \['motor', 'link'\], got 'joint'"),
         ({"lockstep": "true", "use_sim_time": "false"}, r"lockstep:=true needs use_sim_time:=true"),
         ({"lockstep": "sometimes"}, "launch argument lockstep: expected true or false"),
         # the included file's arguments too, before the simulator is started

@@ -197,7 +197,7 @@ def test_a_missing_answer_is_counted_and_the_command_held(context: Any, ros: tup
     assert sim.clock.late == 1 and sim.clock.missed >= missed
     # command_timeout (simulated seconds): the held command becomes zero torque
     assert sim.set_parameters([Parameter("command_timeout", value=0.002)])[0].successful
-    wait_until(lambda: not sim.applied.any(), "the stale command to time out")
+    wait_until(lambda: not sim.effort.any(), "the stale command to time out")
     refused = sim.set_parameters([Parameter("lockstep_timeout", value=-1.0)])[0]
     assert not refused.successful and "lockstep_timeout: must be a finite number > 0 s" in refused.reason
     assert not sim.set_parameters([Parameter("engine", value="model")])[0].successful  # read-only
@@ -335,6 +335,7 @@ def test_a_reset_in_lockstep_gets_a_stamp_of_its_own(context: Any, ur5: Any) -> 
         ({"thread_priority": 100}, "thread_priority: must be an integer 0 (normal scheduler) to 99, got 100"),
         ({"thread_priority": -1}, "thread_priority: must be an integer 0 (normal scheduler) to 99, got -1"),
         ({"engine": "model", "plant_deviations": "SHORT"}, "plant_deviations needs engine 'mujoco'"),
+        ({"torque_sensing": "joint"}, "torque_sensing must be one of ['motor', 'link'], got 'joint'"),
     ],
 )
 def test_bad_plant_parameters_stop_the_start(
@@ -414,6 +415,35 @@ def test_set_payload_and_reset_on_the_mujoco_engine(context: Any, ur5: Any) -> N
         reset = sim._on_reset(ResetSimulation.Request(), ResetSimulation.Response())
         assert reset.success and np.array_equal(sim.q, START) and np.array_equal(sim.qd, np.zeros(6))
         assert sim.plant.time == 0.0
+    finally:
+        sim.destroy_node()
+
+
+def test_link_side_torque_sensing_is_what_joint_states_carries(context: Any, tmp_path: Path) -> None:
+    """``torque_sensing: link``: effort is the torque the joints pass on (after the plant's friction)."""
+    deviations = tmp_path / "plant.yaml"
+    deviations.write_text("friction: 5.0\ndamping: 2.0\n")
+    sim = SimulatorNode(
+        namespace="/plant_link_side",
+        context=context,
+        parameter_overrides=[
+            Parameter("robot_config", value=UR5),
+            Parameter("engine", value="mujoco"),
+            Parameter("plant_deviations", value=str(deviations)),
+            Parameter("torque_sensing", value="link"),
+            Parameter("backend", value="python"),
+            Parameter("initial_position", value=START.tolist()),
+            Parameter("initial_velocity", value=[0.5, -0.4, 0.3, 0.6, -0.2, 0.4]),
+        ],
+    )
+    try:
+        assert sim.plant is not None and sim.plant.torque_sensing == "link"
+        sim.tau = np.array([10.0, -40.0, -20.0, 2.0, 1.0, -1.0])
+        sim._advance(sim.plant.period)
+        assert np.array_equal(sim.effort, sim.plant.effort)
+        # not the motors' torque: the friction (5 N m, sliding) and the damping are taken off (on the
+        # heavy joints: MuJoCo takes off a light wrist's friction only as far as it stops it in a step)
+        assert np.abs(sim.effort - sim.tau)[:4].min() > 4.0
     finally:
         sim.destroy_node()
 

@@ -3,7 +3,8 @@
 * :func:`~robot_dynamics.plant.engines.make_plant`: a plant of either engine from a node's options;
 * :class:`~robot_dynamics.plant.base.Plant`: ``reset(q, qd)``, ``step(tau)`` for one control period
   (limited to the effort limits, the torque applied returned), ``q``, ``qd``, ``time``, an external
-  wrench at the tool;
+  wrench at the tool, the joints' torque reading ``effort`` (``torque_sensing``: the motors' or the
+  link side's);
 * ``model`` engine, :class:`~robot_dynamics.plant.model_engine.ModelPlant`: this package's forward
   dynamics (fixed-step or adaptive);
 * ``mujoco`` engine, :class:`~robot_dynamics.plant.mujoco_plant.MujocoPlant`: MuJoCo, built from the
@@ -20,7 +21,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from robot_dynamics.plant.base import Plant, start_state
+from robot_dynamics.plant.base import TORQUE_SENSING, Plant, start_state
 from robot_dynamics.plant.deviations import NO_DEVIATIONS, Deviations, load_deviations, parse_deviations
 from robot_dynamics.plant.engines import ENGINES, PlantOptions, make_plant
 from robot_dynamics.plant.model_engine import ModelPlant
@@ -31,6 +32,7 @@ _LAZY = {
     "compile_plant": "robot_dynamics.plant.mujoco_model",
     "plant_source": "robot_dynamics.plant.mujoco_model",
     "true_model": "robot_dynamics.plant.true_model",
+    "link_side": "robot_dynamics.plant.true_model",
 }
 
 
@@ -43,6 +45,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ENGINES",
     "NO_DEVIATIONS",
+    "TORQUE_SENSING",
     "Deviations",
     "ModelPlant",
     "MujocoPlant",
@@ -50,6 +53,7 @@ __all__ = [
     "PlantOptions",
     "PlantSource",
     "compile_plant",
+    "link_side",
     "load_deviations",
     "make_plant",
     "parse_deviations",

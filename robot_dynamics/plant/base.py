@@ -11,6 +11,18 @@ force (N) and moment (N m) the **environment exerts on the robot** at the tool-f
 axes (a push on the tool); its joint torque is ``+J^T F`` with ``J`` the tool-point Jacobian in world
 axes. It is held until changed (zero = none).
 
+The joints' **torque reading** (:attr:`Plant.effort`, what ``joint_states`` carries) depends on where
+the arm measures it, ``torque_sensing``:
+
+* ``"motor"`` (default): the torque the motors applied (the command, limited) — an arm that estimates
+  its joint torques from motor currents (a UR);
+* ``"link"``: the torque each joint passes on to its link, after the joint's friction, damping and the
+  motor-side inertia (``armature * qdd``) — an arm with link-side joint torque sensors (the Franka's
+  ``tau_J``, the KUKA iiwa's). It is the rigid-body torque ``M(q) qdd + h + c - J^T F`` of the links
+  alone, so a push the joint friction holds still shows in it.
+
+Both are the mean over the period that ended (the physics steps within it).
+
 Engines: :class:`robot_dynamics.plant.model_engine.ModelPlant` (this package's own forward dynamics)
 and :class:`robot_dynamics.plant.mujoco_plant.MujocoPlant` (MuJoCo).
 """
@@ -25,6 +37,9 @@ import numpy as np
 from robot_dynamics.errors import StateError
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.payload import NO_PAYLOAD, Payload
+
+#: where the joints' torque reading is taken (module docstring)
+TORQUE_SENSING = ("motor", "link")
 
 
 def start_state(
@@ -55,9 +70,12 @@ class Plant(ABC):
     #: engine name as the simulator node's ``engine`` parameter spells it
     engine = ""
 
-    def __init__(self, model: RobotModel, period: float) -> None:
+    def __init__(self, model: RobotModel, period: float, torque_sensing: str = "motor") -> None:
         if not (math.isfinite(period) and period > 0.0):
             raise ValueError(f"period must be > 0 s, got {period}")
+        if torque_sensing not in TORQUE_SENSING:
+            raise ValueError(f"torque_sensing must be one of {list(TORQUE_SENSING)}, got {torque_sensing!r}")
+        self.torque_sensing = torque_sensing
         self.model = model
         self.period = float(period)
         self.effort_limit = np.array([j.limits.effort for j in model.joints], dtype=np.float64)
@@ -66,6 +84,8 @@ class Plant(ABC):
         self.steps = 0
         self.payload: Payload = NO_PAYLOAD
         self._wrench: FloatArray = np.zeros(6)
+        self.effort: FloatArray = np.zeros(model.dof)  # the joints' torque reading over the last step
+        self._link_torque: FloatArray = np.zeros(model.dof)  # link sensing: set by the engine's _advance
 
     # -- state ------------------------------------------------------------------------------------
     @property
@@ -89,7 +109,8 @@ class Plant(ABC):
 
     @abstractmethod
     def _advance(self, tau: FloatArray, duration: float) -> None:
-        """Advance the state by ``duration`` s under the (limited) torque ``tau``."""
+        """Advance the state by ``duration`` s under the (limited) torque ``tau``; with ``"link"``
+        torque sensing also set ``_link_torque``, the link-side torque averaged over the duration."""
 
     def set_payload(self, payload: Payload, model: RobotModel) -> None:
         """The tool now holds ``payload`` (``model`` is the robot model carrying it); the state carries on."""
@@ -122,8 +143,10 @@ class Plant(ABC):
         return t
 
     def step(self, tau: FloatArray, duration: float | None = None) -> FloatArray:
-        """Apply ``tau`` (limited) for ``duration`` s (default one period); the torque applied."""
+        """Apply ``tau`` (limited) for ``duration`` s (default one period); the torque applied (the
+        joints' torque reading is :attr:`effort`)."""
         applied = self.limit(tau)
         self._advance(applied, self.period if duration is None else float(duration))
         self.steps += 1
+        self.effort = applied if self.torque_sensing == "motor" else self._link_torque.copy()
         return applied

@@ -32,6 +32,7 @@ class PlantOptions:
     deviations: str = ""  # mujoco engine: a plant deviation file
     timestep: float = 0.001  # mujoco engine: largest physics timestep, s
     mujoco_integrator: str = "implicitfast"
+    torque_sensing: str = "motor"  # the joints' torque reading: motor | link (robot_dynamics.plant.base)
     locked_joints: Mapping[str, float] = field(default_factory=dict)
     joint_map: Mapping[str, str] = field(default_factory=dict)
 
@@ -51,7 +52,7 @@ def make_plant(
         for name, value in (("mjcf", options.mjcf), ("plant_deviations", options.deviations)):
             if value:
                 raise ValueError(f"{name} needs engine 'mujoco' (the model engine simulates the robot file itself)")
-        plant: Plant = ModelPlant(model, period, options.integrator, options.friction)
+        plant: Plant = ModelPlant(model, period, options.integrator, options.friction, options.torque_sensing)
         return plant
     from robot_dynamics.plant.mujoco_model import plant_source  # MuJoCo loaded only for this engine
     from robot_dynamics.plant.mujoco_plant import MujocoPlant
@@ -71,4 +72,5 @@ def make_plant(
         deviations,
         max_timestep=options.timestep,
         integrator=options.mujoco_integrator,
+        torque_sensing=options.torque_sensing,
     )

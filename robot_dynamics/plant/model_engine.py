@@ -12,6 +12,10 @@
 * ``adaptive``: the engine's ``simulate`` over each step (event-driven stick-slip, ``solve_ivp``);
   exact to its tolerances but much slower, for low rates; no external wrench.
 
+Link-side torque sensing (``torque_sensing="link"``, :mod:`robot_dynamics.plant.base`; ``fixed_step``
+only): per step the rigid-body torque of the step's acceleration, ``inverse_dynamics(q, qd, qdd)``
+without friction and motor inertia, less the external wrench's ``J^T F``; averaged over the steps.
+
 A state that becomes non-finite raises :class:`~robot_dynamics.errors.StateError` and is not kept.
 """
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robot_dynamics.dynamics import forward_dynamics, simulate
+from robot_dynamics.dynamics import forward_dynamics, inverse_dynamics, simulate
 from robot_dynamics.errors import StateError
 from robot_dynamics.friction import friction_parameters
 from robot_dynamics.model import FloatArray, RobotModel
@@ -33,10 +37,19 @@ class ModelPlant(Plant):
 
     engine = "model"
 
-    def __init__(self, model: RobotModel, period: float, integrator: str = "fixed_step", friction: bool = True) -> None:
+    def __init__(
+        self,
+        model: RobotModel,
+        period: float,
+        integrator: str = "fixed_step",
+        friction: bool = True,
+        torque_sensing: str = "motor",
+    ) -> None:
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {list(INTEGRATORS)}, got {integrator!r}")
-        super().__init__(model, period)
+        if torque_sensing == "link" and integrator != "fixed_step":
+            raise ValueError("torque_sensing 'link' needs the fixed_step integrator (adaptive keeps no acceleration)")
+        super().__init__(model, period, torque_sensing)
         self.integrator = integrator
         self.friction = friction
         self._q: FloatArray = np.zeros(model.dof)
@@ -87,12 +100,15 @@ class ModelPlant(Plant):
         q, qd = self._q, self._qd
         sticky = friction_parameters(model).sticky if self.friction and model.has_friction else None
         load = -self._wrench if self._wrench.any() else None
+        transmitted = np.zeros(model.dof)
         for _ in range(steps):
             if load is None:
                 qdd = forward_dynamics(model, q, qd, tau, friction=self.friction)
             else:
                 qdd = forward_dynamics(model, q, qd, tau, friction=self.friction, wrench=load, wrench_frame="world")
             qdd = np.asarray(qdd, dtype=np.float64)
+            if self.torque_sensing == "link":
+                transmitted += self._transmitted(model, q, qd, qdd, load)
             # constant acceleration over the step
             qd_next = qd + h * qdd
             q_next = q + h * qd + (0.5 * h * h) * qdd
@@ -104,4 +120,15 @@ class ModelPlant(Plant):
                     q_next[crossed] = q[crossed] - 0.5 * qd[crossed] ** 2 / qdd[crossed]
                     qd_next[crossed] = 0.0
             q, qd = q_next, qd_next
+        self._link_torque = transmitted / steps
         return q, qd
+
+    @staticmethod
+    def _transmitted(
+        model: RobotModel, q: FloatArray, qd: FloatArray, qdd: FloatArray, load: FloatArray | None
+    ) -> FloatArray:
+        """The torque the joints pass on to their links in a step (module docstring)."""
+        return np.asarray(
+            inverse_dynamics(model, q, qd, qdd, friction=False, wrench=load, motor_inertia=False, wrench_frame="world"),
+            dtype=np.float64,
+        )

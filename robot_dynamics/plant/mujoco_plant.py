@@ -7,6 +7,11 @@
   rounded to whole steps and the remainder carried to the next call.
 * **External wrench** at the tool: ``xfrc_applied`` of the tip body. MuJoCo applies it at the body's
   centre of mass, so the moment is shifted there: ``m_com = m + (p_tool - p_com) x f``.
+* **Link-side torque** (``torque_sensing="link"``, :mod:`robot_dynamics.plant.base`): per physics step
+  ``qfrc_applied + qfrc_passive + f_loss - armature * qacc`` on the chain's dofs, ``f_loss`` the
+  friction-loss constraint forces (``efc_force`` of the ``mjCNSTR_FRICTION_DOF`` rows): the torque
+  the joint passes on to its link; contact and joint-limit forces act on the links, not through the
+  joint, and are left out. Averaged over the period's steps.
 * **Exact inverse dynamics** (:meth:`MujocoPlant.inverse_dynamics`): ``mj_inverse`` at a desired
   ``(q, qd, qdd)`` on a separate ``MjData``: the joint torque that gives that acceleration in the
   plant, with armature, passive damping and the friction-loss constraint force (no external wrench).
@@ -36,6 +41,7 @@ from robot_dynamics.plant.true_model import true_model
 
 #: Largest physics timestep by default, s (docs/plant.md: the step error against a fine reference).
 MAX_TIMESTEP = 0.001
+FRICTION_DOF = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
 
 
 class MujocoPlant(Plant):
@@ -57,8 +63,9 @@ class MujocoPlant(Plant):
         *,
         max_timestep: float = MAX_TIMESTEP,
         integrator: str = "implicitfast",
+        torque_sensing: str = "motor",
     ) -> None:
-        super().__init__(model, period)
+        super().__init__(model, period, torque_sensing)
         if len(source.joints) != model.dof:
             raise ValueError(f"the plant source has {len(source.joints)} joints, the model {model.dof}")
         if not (math.isfinite(max_timestep) and max_timestep > 0.0):
@@ -127,6 +134,8 @@ class MujocoPlant(Plant):
         tip = self.compiled.tip_body
         d.xfrc_applied[tip] = 0.0
         pushed = bool(self._wrench.any())
+        link = self.torque_sensing == "link"
+        transmitted = np.zeros(self.model.dof)
         for _ in range(steps):
             if pushed:  # the moment arm at this step's pose: kinematics first (mj_step1), then the force
                 mujoco.mj_step1(m, d)
@@ -134,8 +143,19 @@ class MujocoPlant(Plant):
                 mujoco.mj_step2(m, d)
             else:
                 mujoco.mj_step(m, d)
+            if link:  # the step's forces and acceleration stay in d after the integration
+                transmitted += self._transmitted()
+        if link and steps:
+            self._link_torque = transmitted / steps
         if not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()):
             raise StateError(f"the MuJoCo state became non-finite (warnings: {self._warnings()})")
+
+    def _transmitted(self) -> FloatArray:
+        """The torque each joint passed on to its link over the step just taken (module docstring)."""
+        d, m, dof = self.data, self.mjmodel, self.compiled.dof
+        rows = d.efc_type[: d.nefc] == FRICTION_DOF
+        loss = np.bincount(d.efc_id[: d.nefc][rows], d.efc_force[: d.nefc][rows], m.nv)
+        return np.asarray(d.qfrc_applied[dof] + d.qfrc_passive[dof] + loss[dof] - m.dof_armature[dof] * d.qacc[dof])
 
     def _warnings(self) -> str:
         names = [w.name for w in mujoco.mjtWarning]

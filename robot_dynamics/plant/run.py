@@ -13,8 +13,9 @@ ROS, deterministic), as the simulator node does in lock-step with the feed-forwa
 * the plant applies the command (limited to the effort limits) for one period.
 
 The :class:`PlantRun` holds what a real arm's driver publishes — ``joint_states`` with position,
-velocity and **effort = the torque applied over the period that ended at the sample** (as the
-simulator node publishes; the first sample carries the first command) — and, for checking an
+velocity and **effort = the joints' torque reading over the period that ended at the sample** (as the
+simulator node publishes: :attr:`Plant.effort`, the torque applied, or with link-side torque sensing
+the torque the joints passed on to their links; the first sample carries the first period's) — and, for checking an
 estimator, the truth: the wrench applied over the same period and its joint torque ``J(q)^T F``
 (``J`` the tool-point Jacobian in world axes of the plant's own model at the pose where the period
 began, where the plant applied it). :func:`write_run_bag` writes the joint states as a rosbag2 bag
@@ -65,7 +66,7 @@ class Push:
 @dataclass(frozen=True)
 class PlantRun:
     """Samples ``k = 0..N-1`` at ``t`` ``(N,)`` s (from 0): the state ``q``, ``qd`` ``(N, n)``; ``effort``
-    ``(N, n)`` the torque applied over the period ending at ``t_k``; ``wrench`` ``(N, 6)`` the external
+    ``(N, n)`` the joints' torque reading over the period ending at ``t_k``; ``wrench`` ``(N, 6)`` the external
     wrench applied over that period (world axes) and ``tau_ext`` ``(N, n)`` its joint torque; the
     desired position ``q_desired`` ``(N, n)``; ``contacts`` ``(N,)`` the plant's contact count (MuJoCo's
     own contacts, e.g. a self-collision; 0 for an engine without contacts)."""
@@ -133,7 +134,8 @@ def run_plant(
         desired, finished = schedule.step(now, q[k], qd[k])
         tau, q_desired[k], _ = controller.command(now, q[k], qd[k], desired, schedule.ended if finished else None)
         plant.external_wrench = wrenches[k]
-        effort[k + 1] = plant.step(tau)
+        plant.step(tau)
+        effort[k + 1] = plant.effort
         wrench[k + 1] = plant.external_wrench
     effort[0] = effort[1]
     q_desired[steps] = q_desired[steps - 1]

@@ -18,6 +18,7 @@ leaves out links that do not move. Poses are taken at ``qpos0`` and referred to 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import mujoco
 import numpy as np
@@ -116,6 +117,13 @@ def true_model(
         base_link=model.body(first_parent).name,
         tip_link=model.body(tip_body).name,
     )
+
+
+def link_side(model: RobotModel) -> RobotModel:
+    """``model`` without joint friction and motor inertia: the model of a plant's link-side joint
+    torques (``torque_sensing="link"``, :mod:`robot_dynamics.plant.base`)."""
+    joints = tuple(replace(j, friction=JointFriction(), motor=None) for j in model.joints)
+    return model.with_changes(joints=joints, name=f"{model.name}, link side")
 
 
 def _joined(a: Inertial, b: Inertial) -> Inertial:

@@ -96,6 +96,7 @@ SIMULATION_ARGUMENTS: dict[str, tuple[str, str]] = {
     "engine": ("", "simulator physics: model or mujoco (empty = the parameter file's, model)"),
     "plant_deviations": ("", "mujoco engine: YAML of the plant's deviations from the robot file (must exist)"),
     "mjcf": ("", "mujoco engine: an MJCF file instead of the robot file (must exist)"),
+    "torque_sensing": ("", "joint_states effort: motor (the torque applied) or link (joint torque sensors)"),
     "lockstep": (
         "",
         "simulator as the clock (/clock; a step per answered state), true/false; needs use_sim_time:=true",
@@ -251,7 +252,7 @@ def dynamics_nodes(given: Mapping[str, str]) -> list[NodeSpec]:
 
 def plant_parameters(args: Mapping[str, str]) -> dict[str, Any]:
     """The simulator's plant and clock parameters the arguments give (only those given), checked."""
-    from robot_dynamics.plant import ENGINES
+    from robot_dynamics.plant import ENGINES, TORQUE_SENSING
 
     params: dict[str, Any] = {}
     engine = args.get("engine", "").strip()
@@ -264,6 +265,13 @@ def plant_parameters(args: Mapping[str, str]) -> dict[str, Any]:
             if engine and engine != "mujoco":
                 raise LaunchArgumentError(f"launch argument {name}: only for engine:=mujoco, not engine:={engine}")
             params[name] = check_file(args[name], name)
+    sensing = args.get("torque_sensing", "").strip()
+    if sensing:
+        if sensing not in TORQUE_SENSING:
+            raise LaunchArgumentError(
+                f"launch argument torque_sensing: expected one of {list(TORQUE_SENSING)}, got {sensing!r}"
+            )
+        params["torque_sensing"] = sensing
     if args.get("lockstep", "").strip():
         params["lockstep"] = parse_bool(args["lockstep"], "lockstep")
         sim_time = args.get("use_sim_time", "").strip()

@@ -8,8 +8,8 @@ Subscribes
     :class:`~.realtime.CommandIntake`). ``~/external_wrench`` (geometry_msgs/WrenchStamped): a push
     on the tool, world axes, scheduled by its stamp (:mod:`.simulator_plant`).
 Publishes
-    ``joint_states`` (sensor_msgs/JointState): position, velocity and effort = the torque actually
-    applied (the command limited to the robot file's effort limits);
+    ``joint_states`` (sensor_msgs/JointState): position, velocity and effort: ``torque_sensing`` ``motor``
+    the torque applied (limited to the effort limits), ``link`` what the joints pass on (after friction);
     ``/clock`` (rosgraph_msgs/Clock) with ``lockstep``.
 Services
     ``reset_simulation`` (robot_dynamics_interfaces/ResetSimulation);
@@ -114,7 +114,7 @@ class SimulatorNode(RobotNode):
         self.lockstep = bool(self.param("lockstep"))
         self._next_plant: Plant | None = None
         self.tau: FloatArray = np.zeros(0)  # the command held
-        self.applied: FloatArray = np.zeros(0)  # the torque the plant applied last
+        self.effort: FloatArray = np.zeros(0)  # the joints' torque reading after the last step
         self.start_q: FloatArray = np.zeros(0)
         self.start_qd: FloatArray = np.zeros(0)
         self.commanded = False
@@ -189,7 +189,7 @@ class SimulatorNode(RobotNode):
         self.plant, self._next_plant = self._next_plant, None
         self.start_q, self.start_qd = q0, qd0
         self.plant.reset(q0, qd0)
-        self.tau, self.applied = np.zeros(n), np.zeros(n)
+        self.tau, self.effort = np.zeros(n), np.zeros(n)
         self.commanded = False
         self._index_cache.clear()
         self._out = JointState()
@@ -269,7 +269,7 @@ class SimulatorNode(RobotNode):
             return response
         with self._model_lock:  # real time: not in the middle of the stepper's tick
             plant.reset(a["position"] if len(request.position) else self.start_q.copy(), a["velocity"])
-            self.tau, self.applied = np.zeros(model.dof), np.zeros(model.dof)
+            self.tau, self.effort = np.zeros(model.dof), np.zeros(model.dof)
             self.commanded = False
             self._last_tick = None
             self.resets += 1
@@ -298,7 +298,8 @@ class SimulatorNode(RobotNode):
             wrench = self.wrench_input.due(now_ns)
             if wrench is not None:
                 plant.external_wrench = wrench
-            self.applied = plant.step(self.tau, duration)
+            plant.step(self.tau, duration)
+            self.effort = plant.effort
             self.steps += 1
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             self.step_errors += 1
@@ -363,7 +364,7 @@ class SimulatorNode(RobotNode):
             out.header.stamp = self.get_clock().now().to_msg()
         out.position = as_double_array(plant.q)
         out.velocity = as_double_array(plant.qd)
-        out.effort = as_double_array(self.applied)
+        out.effort = as_double_array(self.effort)
         if self.lockstep:
             self.clock.published()
         self.states_pub.publish(out)

@@ -34,6 +34,7 @@ def declare_plant_parameters(node: Any) -> None:
         ("plant_deviations", "", "mujoco engine: plant deviation YAML file"),
         ("timestep", 0.001, "mujoco engine: largest physics timestep, s"),
         ("mujoco_integrator", "implicitfast", "mujoco engine: implicitfast | implicit | euler | rk4"),
+        ("torque_sensing", "motor", "joint_states effort: motor (the torque applied) | link (after friction)"),
     ):
         node.declare(name, default, description, read_only=True)
 
@@ -48,6 +49,7 @@ def plant_options(node: Any, friction: bool, locks: dict[str, float], joint_map:
         deviations=str(node.param("plant_deviations")),
         timestep=float(node.param("timestep")),
         mujoco_integrator=str(node.param("mujoco_integrator")),
+        torque_sensing=str(node.param("torque_sensing")),
         locked_joints=locks,
         joint_map=joint_map,
     )
