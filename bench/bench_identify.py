@@ -27,8 +27,9 @@ the reporting; each part is one function.)
     sticks at every reversal (``stick_slip_record``: static friction 1.4 x Coulomb, Stribeck decay),
     60 s at 1 kHz (noise-free and with noise) and 120 s at 30 Hz with noise; side by side: the fit
     before (every row, 0.1 s window), ordinary least squares leaving out rows below 0.05 rad/s, and
-    the current defaults with every friction law: noise estimate, held-out RMS (every row; rows at or
-    above the cut), base parameters' relative error and the share of them within 3 sigma of the truth.
+    the current defaults with every friction law, and ``viscous-coulomb`` with the stick band off (0) or
+    at 0.002 and 0.01 rad/s (default 0.005): noise estimate, held-out RMS (every row; rows at or above
+    the cut), base parameters' relative error and the share of them within 3 sigma of the truth.
 (e) **plausible links**: every bundled robot and the UR5, UR10 and Panda, each identified (defaults)
     from 30 s at 250 Hz of its perturbed truth with stiction and noise: flagged links (mass outside
     [0.5, 2] x stock, centre of mass outside its bound) and where each link's bound came from.
@@ -346,17 +347,21 @@ def bench_reversals() -> None:
 
     before = (
         "before: every row, 0.1 s",
-        PipelineSettings(window_s=0.1, reversal_velocity=0.0),
+        PipelineSettings(window_s=0.1, reversal_velocity=0.0, stick_velocity=0.0),
         "viscous-coulomb",
         True,
     )
     plain = (
         "least squares, cut 0.05, 0.1 s",
-        PipelineSettings(window_s=0.1, reversal_velocity=0.05),
+        PipelineSettings(window_s=0.1, reversal_velocity=0.05, stick_velocity=0.0),
         "viscous-coulomb",
         None,
     )
     cases = [before, plain] + [(f"now: {law}", PipelineSettings(), law, True) for law in FRICTION_LAWS]
+    cases += [
+        (f"viscous-coulomb, stick {v:g}", PipelineSettings(stick_velocity=v), "viscous-coulomb", True)
+        for v in (0.0, 0.002, 0.01)
+    ]
     print("(d) friction at velocity reversals: sigma (N m) per joint, held-out RMS over joints (every row / moving),")
     print("    base parameters: p90 relative error (noise-free) and share within 3 sigma (noise)")
     for name, (urdf, tip, locks) in ARMS.items():

@@ -4,6 +4,7 @@
       [--holdout 0.3] [--json REPORT.json] [--plot PNG] [--jobs N] [--scheduler ADDRESS]
       [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
       [--friction smooth-coulomb|viscous-coulomb|asymmetric-coulomb|stribeck] [--reversal-velocity V [V ...]]
+      [--stick-velocity V]
       [--effort-lag K|auto] [--reversal-fit/--no-reversal-fit] [--window S] [--bounds/--no-bounds]
       [--compare-friction/--no-compare-friction]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
@@ -95,6 +96,15 @@ def register(sub: Any) -> None:
         "(friction sticks at velocity reversals; default 0.1, 0 keeps every row)",
     )
     p.add_argument(
+        "--stick-velocity",
+        type=float,
+        default=None,
+        metavar="V",
+        help="rad/s or m/s: a joint slower than this sticks; every joint's rows within half a --window of "
+        "where one starts or stops sticking are left out (the derivative filter spreads the jump in "
+        "acceleration over its window; default 0.005, 0 keeps them)",
+    )
+    p.add_argument(
         "--effort-lag",
         type=_lag,
         default=0,
@@ -159,12 +169,15 @@ def _law_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.reversal_velocity is not None:
         v = args.reversal_velocity
         out["reversal_velocity"] = v[0] if len(v) == 1 else v
+    if args.stick_velocity is not None:
+        out["stick_velocity"] = args.stick_velocity
     return out
 
 
 def run_identify(args: argparse.Namespace) -> int:
     from ..identification.pipeline import identify
-    from ..identification.report import format_table, json_text, model_text, render_plot, temporary_path
+    from ..identification.report import json_text, model_text, render_plot, temporary_path
+    from ..identification.report_text import format_table
     from ..models.chain_yaml import write_text_atomic
 
     if not 0.0 <= args.holdout < 1.0:

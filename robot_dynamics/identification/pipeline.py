@@ -60,6 +60,7 @@ from .result import Excitation, IdentificationResult, payload_parameter_set
 from .reversals import fit_reversals, slow_series
 from .samples import (
     REVERSAL_VELOCITY,
+    STICK_VELOCITY,
     WINDOW_S,
     BagTask,
     PipelineSettings,
@@ -193,6 +194,7 @@ def identify(
     provenance: Provenance | None = None,
     friction: str = DEFAULT_FRICTION,
     reversal_velocity: float | Sequence[float] = REVERSAL_VELOCITY,
+    stick_velocity: float = STICK_VELOCITY,
     compare_friction: bool = True,
     window: float = WINDOW_S,
     bounded: bool = True,
@@ -210,6 +212,9 @@ def identify(
     toward the nominal base parameters (needed when the data leave some undetermined).
     ``friction``: the friction law (:data:`.friction_laws.FRICTION_LAWS`); ``reversal_velocity``: per
     joint (or one) velocity below which a joint's training rows are left out (velocity reversals);
+    ``stick_velocity``: a joint slower than this sticks, and every joint's rows within half a
+    differentiation window of where one starts or stops sticking are left out (0: none;
+    :func:`.spans.stick_band`);
     ``compare_friction``: fit every law on the same split and report each one's held-out RMS
     (``result.friction_comparison``; not with ``pset`` or ``payload_only``). ``window``: seconds of the
     Savitzky–Golay differentiation window. ``bounded``/``geometry``: each link's mass kept in a bounding
@@ -245,6 +250,7 @@ def identify(
             joint_map=tuple(sorted((joint_map or {}).items())),
             holdout=holdout,
             reversal_velocity=_velocities(reversal_velocity),
+            stick_velocity=stick_velocity,
             window_s=window,
             effort_lag=0 if effort_lag == "auto" else effort_lag,  # type: ignore[arg-type]
         )

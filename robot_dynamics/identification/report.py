@@ -1,4 +1,5 @@
-"""What ``identify`` writes: the JSON report, a text summary, the plot and the identified model.
+"""What ``identify`` writes: the JSON report, the plot and the identified model (the text summary it
+prints: :mod:`.report_text`).
 
 Every file is written atomically (a temporary file in the same directory, then a rename), and the
 callers write only after a successful fit, so a failed run leaves nothing behind.
@@ -182,6 +183,7 @@ def friction_block(result: IdentificationResult) -> dict[str, Any]:
     block: dict[str, Any] = {
         "law": result.friction,
         "reversal_velocity": _floats(result.settings.reversal(result.model)),
+        "stick_velocity": result.settings.stick_velocity,
         "window_s": result.settings.window_s,
     }
     if result.coulomb_widths is not None:
@@ -238,80 +240,6 @@ def metadata(result: IdentificationResult) -> dict[str, Any]:
         "offsets_not_deployed": _floats(result.offsets),
         "tool": "robot-dynamics identify",
     }
-
-
-def friction_table(result: IdentificationResult) -> list[str]:
-    """The friction laws side by side on the held-out rows at or above the reversal velocity."""
-    rows = result.friction_comparison
-    if not rows:
-        return []
-    names = result.model.joint_names
-    lines = [
-        "held-out RMS per friction law (rows at or above the reversal velocity; score: RMS / sigma over joints)",
-        f"{'law':<20}{'score':>8}  " + " ".join(f"{name[:10]:>10}" for name in names),
-    ]
-    for row in rows:
-        mark = " *" if row["friction"] == result.friction else ""
-        if "error" in row:
-            lines.append(f"{row['friction'] + mark:<20}  failed: {row['error']}")
-            continue
-        held = row.get("holdout_moving_rms") or row.get("holdout_rms")
-        score = row.get("holdout_score")
-        cells = " ".join(f"{v:10.4g}" for v in held) if held else "-"
-        lines.append(f"{row['friction'] + mark:<20}{score if score is not None else float('nan'):8.3f}  {cells}")
-    return lines
-
-
-def _g(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
-def format_table(result: IdentificationResult) -> str:
-    """Per-joint RMS errors (stock vs identified, train and held-out) and the fit's headline."""
-    fit = result.fit
-    lines = [
-        f"{result.model.name}: {len(result.bags)} bag(s), {result.train.count} training / "
-        f"{result.holdout.count if result.holdout is not None else 0} held-out samples; "
-        f"{len(result.names)} parameters, {len(result.base.names)} base parameters; {fit.method}, "
-        f"condition number {fit.condition_number:.3g}",
-        f"{'':<12}{'training RMS':^22}{'held-out RMS':^22}{'noise':>10}",
-        f"{'joint':<12}{'nominal':>11}{'identified':>11}{'nominal':>11}{'identified':>11}{'sigma':>10}",
-    ]
-    r = result.rms
-    for j, name in enumerate(result.model.joint_names):
-
-        def cell(key: str, j: int = j) -> str:
-            values = r.get(key)
-            return f"{values[j]:11.4g}" if values is not None else f"{'-':>11}"
-
-        lines.append(
-            f"{name:<12}{cell('nominal_train')}{cell('identified_train')}{cell('nominal_holdout')}"
-            f"{cell('identified_holdout')}{result.noise_std[j]:10.3g}"
-        )
-    lines += friction_table(result)
-    if result.reversals is not None:
-        band = result.reversals
-        cells = ", ".join(
-            f"{name} {w:.3g} ({lead * 1e3:+.1f} ms)"
-            for name, w, lead, n in zip(result.model.joint_names, band.width, band.lead, band.rows, strict=True)
-            if n > 0
-        )
-        lines.append(f"Coulomb width (reversal timing) from the slow rows: {cells}")
-        costs = ", ".join(f"{k} {_g(v)}" for k, v in (band.costs or {}).items())
-        lines.append(f"direction function {band.shape} (slow rows' squared error: {costs})")
-    if result.effort_lag_scores:
-        scores = ", ".join(f"{d['lag']}: {_g(d['score'])}" for d in result.effort_lag_scores)
-        lines.append(f"effort lag {result.settings.effort_lag} message(s), chosen by training score ({scores})")
-    elif result.settings.effort_lag:
-        lines.append(f"effort lag {result.settings.effort_lag} message(s)")
-    lines += [f"warning: {w}" for w in result.warnings]
-    if result.payload is not None:
-        p = result.payload
-        lines.append(
-            f"payload: {p.get('mass', 0.0):.4g} kg"
-            + (f" at {np.round(p['com'], 4).tolist()} m (tool frame)" if "com" in p else "")
-        )
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------

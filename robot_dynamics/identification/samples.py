@@ -23,11 +23,14 @@ For each bag, independently of every other (so bags can be processed anywhere an
    dynamics with the fitted friction law, :func:`.regressor.friction_law`, minus ``Y theta_nominal``: other links
    for a payload fit, Stribeck, the asymmetric Coulomb part, ...); the stock model's squared errors
    (smooth friction, as the nodes compute it) are summed alongside for the nominal-vs-identified
-   comparison.
+   comparison. A joint's rows below its ``reversal_velocity`` are left out of its sums; with
+   ``stick_velocity`` > 0 so are every joint's rows within half a filter window of where any joint
+   starts or stops sticking (:func:`.spans.stick_band`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +56,7 @@ COULOMB_WIDTHS = 0.01 * 2.0 ** np.arange(-2, 6)
 CHUNK = 20_000  # states per regressor block (~100 MB of temporaries for a 7-DoF arm)
 MIN_MOTION = 0.01  # rad or m, peak to peak: less and the joint counts as standing still in that bag
 REVERSAL_VELOCITY = 0.1  # rad/s or m/s: slower and a joint's training rows are left out (stiction at reversals)
+STICK_VELOCITY = 0.005  # rad/s or m/s: slower, a joint sticks; 0: no rows left out around sticking (step 5)
 WINDOW_S = 0.05  # s: Savitzky-Golay window of the identification (half the bag tools' default: less smoothing bias)
 BAG_SUFFIXES = (".mcap", ".db3")
 MAX_LAG = 5  # samples: the largest effort lag accepted (identify --effort-lag)
@@ -70,6 +74,7 @@ class PipelineSettings:
     min_motion: float = MIN_MOTION
     chunk: int = CHUNK
     reversal_velocity: float | tuple[float, ...] = REVERSAL_VELOCITY  # per joint, or one for all
+    stick_velocity: float = STICK_VELOCITY  # > 0: every joint's rows around a joint's sticking left out (step 5)
     stribeck_grid: tuple[float, ...] = tuple(float(v) for v in STRIBECK_GRID)  # () = no Stribeck sums
     coulomb_widths: tuple[float, ...] = tuple(float(v) for v in COULOMB_WIDTHS)  # () = no Coulomb-width sums
     effort_lag: int = 0  # samples: the effort of message k + lag goes with the state of message k (step 1)
@@ -96,6 +101,8 @@ class PipelineSettings:
             raise IdentificationError(f"reversal_velocity must be >= 0 (one value or one per joint), got {v.tolist()}")
         if v.ndim == 1:
             object.__setattr__(self, "reversal_velocity", tuple(float(x) for x in v))
+        if not (math.isfinite(self.stick_velocity) and self.stick_velocity >= 0.0):
+            raise IdentificationError(f"stick_velocity must be >= 0, got {self.stick_velocity}")
         if not 0.0 <= self.holdout < 1.0:
             raise IdentificationError(f"holdout must be in [0, 1), got {self.holdout}")
         if not self.min_motion >= 0.0:
@@ -246,11 +253,12 @@ def _split(
     chunk = max(1, int(settings.chunk))
     grid = settings.grids()
     reversal = np.where(cut.static, 0.0, settings.reversal(model))  # a joint standing still keeps its rows
-    train = spans(model, pset, t, q, qd, tau, cut.train, cut, chunk, name, reversal, grid)
+    stick = settings.stick_velocity
+    train = spans(model, pset, t, q, qd, tau, cut.train, cut, chunk, name, reversal, grid, stick_velocity=stick)
     held = (
         []
         if cut.holdout is None
-        else spans(model, pset, t, q, qd, tau, cut.holdout, cut, chunk, name, reversal, grid, True)
+        else spans(model, pset, t, q, qd, tau, cut.holdout, cut, chunk, name, reversal, grid, True, stick)
     )
     return cut, train + held, len(train)
 
@@ -384,5 +392,5 @@ def _part_series(task: BagTask, holdout: bool) -> tuple[FloatArray, FloatArray, 
     cut = plan(t, q, task.settings, task.path)
     rows = cut.holdout if holdout and cut.holdout is not None else cut.train
     (span,) = spans(task.model, task.pset, t, q, qd, tau, rows, cut, rows.stop - rows.start, task.path)
-    qd_rows, qdd_rows = derivatives(span)
+    qd_rows, qdd_rows, _ = derivatives(span)
     return t[rows], q[rows], qd_rows, qdd_rows, tau[rows]

@@ -108,13 +108,15 @@ def accumulate_parts(
     reversal: FloatArray | None = None,
     grids: Grids | None = None,
     held_out: bool = False,
+    sticking: NDArray[np.bool_] | None = None,
 ) -> list[Part]:
     """Per chunk the sums (:class:`Part`) of ``tau - fixed``, the torque the parameters explain.
 
     ``reversal (n,)``: joint ``j``'s rows with ``|qd_j| < reversal_j`` (near a velocity reversal, where
     real friction sticks and leaves any law of the velocity) are left out of its sums, or with
-    ``held_out`` kept and summed again on their own (``Part.slow``). ``grids``: the column families
-    (:mod:`.columns`) whose sums are reduced alongside, over the same rows, and their grids."""
+    ``held_out`` kept and summed again on their own (``Part.slow``); so are every joint's rows where
+    ``sticking (N,)`` (:func:`stick_band`). ``grids``: the column families (:mod:`.columns`) whose sums
+    are reduced alongside, over the same rows, and their grids."""
     from robot_dynamics.dynamics import inverse_dynamics
 
     smooth, reference = friction_law(model, pset)
@@ -140,6 +142,8 @@ def accumulate_parts(
             b = target[:, j] + A @ theta0[cols]
             v, e, sj = qd[sl, j], error[:, j], s[:, j]
             below = np.abs(v) < reversal[j] if reversal is not None else np.zeros(count, dtype=bool)
+            if sticking is not None:
+                below = below | sticking[sl]
             if slow is not None:  # every row, and the slow ones again on their own
                 main.add(j, cols, A, b, e, sj, v)
                 slow.add(j, cols, A[below], b[below], e[below], sj[below], v[below])
@@ -234,23 +238,41 @@ class Span:
     reversal: FloatArray | None = None  # (n,) rows of joint j with |qd_j| below this are left out (training)
     grids: Grids | None = None  # column families whose sums are reduced too, and their grids
     held_out: bool = False  # keep the slow rows, and sum them again on their own (accumulate_parts)
+    stick_velocity: float = 0.0  # > 0: leave out the rows around a joint's sticking (stick_band)
 
 
-def derivatives(span: Span) -> tuple[FloatArray, FloatArray]:
-    """``qd, qdd`` of the span's rows (samples module docstring, steps 2 and 4)."""
+def derivatives(span: Span) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``qd, qdd`` of the span's rows (samples module docstring, steps 2 and 4), and ``qd`` of every
+    state of the span (its halo too)."""
     try:
         if span.qd is not None:
             (qdd,) = savgol(span.t, span.qd, (1,), span.filt)
-            qd = np.array(span.qd[span.rows], dtype=float)
+            qd_all = np.array(span.qd, dtype=float)
         else:
             qd_all, qdd = savgol(span.t, span.q, (1, 2), span.filt)
-            qd = qd_all[span.rows]
     except RobotDynamicsError as exc:
         raise IdentificationError(f"{span.name}: {exc}") from None
+    qd_all[:, span.static] = 0.0
     qdd = np.array(qdd[span.rows])
-    qd[:, span.static] = 0.0
     qdd[:, span.static] = 0.0
-    return qd, qdd
+    return np.array(qd_all[span.rows]), qdd, qd_all
+
+
+def stick_band(qd: FloatArray, stick_velocity: float, half: int, moving: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """``(N,)``: the states within ``half`` samples of where a ``moving`` joint starts or stops sticking
+    (``|qd_j| < stick_velocity``).
+
+    Where a joint sticks and breaks away its acceleration jumps, and a derivative filter spreads the jump
+    over its window: every state within half a window of it carries an acceleration error on that joint,
+    which the inertia couples into every joint's torque. Those states are left out of every joint's sums
+    (as a joint's own slow rows are); a joint that sticks throughout (or never) does not count."""
+    stuck = np.abs(qd[:, moving]) < stick_velocity
+    change = np.zeros(qd.shape[0] + 1, dtype=np.int64)
+    change[1:-1] = np.any(stuck[1:] != stuck[:-1], axis=1)  # a change between states k - 1 and k, at k
+    count = np.cumsum(change)  # changes at or before each state
+    k = np.arange(qd.shape[0])
+    upper, lower = np.minimum(k + half, qd.shape[0] - 1), np.maximum(k - half, 0)
+    return np.asarray(count[upper] - count[lower] > 0)
 
 
 def spans(
@@ -267,6 +289,7 @@ def spans(
     reversal: FloatArray | None = None,
     grids: Grids | None = None,
     held_out: bool = False,
+    stick_velocity: float = 0.0,
 ) -> list[Span]:
     """``rows`` cut into spans of ``chunk`` states (the last may be shorter), each with its halo;
     ``reversal``: the per-joint velocity below which a joint's rows are left out (:func:`accumulate_parts`)."""
@@ -291,6 +314,7 @@ def spans(
                 reversal,
                 grids,
                 held_out,
+                stick_velocity,
             )
         )
     return out
@@ -317,8 +341,11 @@ def shared(model: RobotModel) -> RobotModel:
 def reduce_span(span: Span) -> SpanResult:
     """A span's per-chunk normal equations and stock-model errors. Module level: runs in workers.
     Failures are :class:`IdentificationError` naming the data set."""
-    qd, qdd = derivatives(span)
+    qd, qdd, qd_all = derivatives(span)
     rows = span.rows
+    sticking = None
+    if span.stick_velocity > 0.0:
+        sticking = stick_band(qd_all, span.stick_velocity, span.filt.window // 2, ~span.static)[rows]
     try:
         model = shared(span.model)
         parts = accumulate_parts(
@@ -332,6 +359,7 @@ def reduce_span(span: Span) -> SpanResult:
             span.reversal,
             span.grids,
             span.held_out,
+            sticking,
         )
     except RobotDynamicsError as exc:
         raise IdentificationError(f"{span.name}: {exc}") from None
