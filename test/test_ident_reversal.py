@@ -251,6 +251,8 @@ def test_stick_band_marks_the_states_around_sticking_of_any_moving_joint() -> No
     np.testing.assert_array_equal(band, expected)
     assert not stick_band(qd, 0.005, 10, np.array([True, False, True])).any()  # joint 2 not moving: ignored
     assert not stick_band(qd[120:180], 0.005, 10, np.array([True, True, True])).any()  # stuck throughout
+    qd[300:309, 0] = 0.0  # joint 1 passes through zero velocity: 9 states below, fewer than 10, no rest
+    np.testing.assert_array_equal(stick_band(qd, 0.005, 10, np.array([True, True, True])), expected)
 
 
 def test_rows_around_sticking_left_out_the_noise_estimate_is_the_noise(

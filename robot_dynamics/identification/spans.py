@@ -259,20 +259,30 @@ def derivatives(span: Span) -> tuple[FloatArray, FloatArray, FloatArray]:
 
 
 def stick_band(qd: FloatArray, stick_velocity: float, half: int, moving: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """``(N,)``: the states within ``half`` samples of where a ``moving`` joint starts or stops sticking
-    (``|qd_j| < stick_velocity``).
+    """``(N,)``: the states within ``half`` samples of where a ``moving`` joint starts or stops sticking:
+    ``|qd_j| < stick_velocity`` for at least ``half`` samples in a row.
 
     Where a joint sticks and breaks away its acceleration jumps, and a derivative filter spreads the jump
     over its window: every state within half a window of it carries an acceleration error on that joint,
     which the inertia couples into every joint's torque. Those states are left out of every joint's sums
-    (as a joint's own slow rows are); a joint that sticks throughout (or never) does not count."""
+    (as a joint's own slow rows are). A joint that sticks throughout (or never) does not count, nor one
+    that passes through zero velocity without resting there: a smooth reversal has no jump."""
     stuck = np.abs(qd[:, moving]) < stick_velocity
-    change = np.zeros(qd.shape[0] + 1, dtype=np.int64)
+    count = stuck.shape[0]
+    for j in range(stuck.shape[1]):  # drop the short runs (a run at either end of the span is kept)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], stuck[:, j].astype(np.int8), [0]])))
+        start, stop = edges[0::2], edges[1::2]
+        short = (stop - start < half) & (start > 0) & (stop < count)
+        inside = np.zeros(count + 1, dtype=np.int64)
+        np.add.at(inside, start[short], 1)
+        np.add.at(inside, stop[short], -1)
+        stuck[np.cumsum(inside[:-1]) > 0, j] = False
+    change = np.zeros(count + 1, dtype=np.int64)
     change[1:-1] = np.any(stuck[1:] != stuck[:-1], axis=1)  # a change between states k - 1 and k, at k
-    count = np.cumsum(change)  # changes at or before each state
-    k = np.arange(qd.shape[0])
-    upper, lower = np.minimum(k + half, qd.shape[0] - 1), np.maximum(k - half, 0)
-    return np.asarray(count[upper] - count[lower] > 0)
+    changes = np.cumsum(change)  # changes at or before each state
+    k = np.arange(count)
+    upper, lower = np.minimum(k + half, count - 1), np.maximum(k - half, 0)
+    return np.asarray(changes[upper] - changes[lower] > 0)
 
 
 def spans(
