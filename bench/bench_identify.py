@@ -29,7 +29,9 @@ the reporting; each part is one function.)
     before (every row, 0.1 s window), ordinary least squares leaving out rows below 0.05 rad/s, and
     the current defaults with every friction law, and ``viscous-coulomb`` with the stick band off (0) or
     at 0.002 and 0.01 rad/s (default 0.005): noise estimate, held-out RMS (every row; rows at or above
-    the cut), base parameters' relative error and the share of them within 3 sigma of the truth.
+    the cut), base parameters' relative error and the share of them within 3 sigma of the truth, and
+    (with an identified model) how many significant base parameters lie within 5 % as the closed-loop
+    report counts them (:func:`robot_dynamics.experiment.parameters.base_parameter_summary`).
 (e) **plausible links**: every bundled robot and the UR5, UR10 and Panda, each identified (defaults)
     from 30 s at 250 Hz of its perturbed truth with stiction and noise: flagged links (mass outside
     [0.5, 2] x stock, centre of mass outside its bound) and where each link's bound came from.
@@ -336,6 +338,7 @@ def sticking_truth(stock: RobotModel, seed: int) -> RobotModel:
 
 
 def bench_reversals() -> None:
+    from robot_dynamics.experiment.parameters import base_parameter_summary
     from robot_dynamics.identification import nominal_parameters
     from robot_dynamics.identification.friction_laws import (
         FRICTION_LAWS,
@@ -403,6 +406,11 @@ def bench_reversals() -> None:
                 )
                 sigma = " ".join(f"{v:.3g}" for v in r.noise_std)
                 quality = f"p90 {np.quantile(rel, 0.9):6.2%}  3sigma {np.mean(z < 3):5.0%}"
+                if r.identified is not None:  # as the closed-loop report counts them (significant: >= 0.01 N m)
+                    s = base_parameter_summary(stock, truth, r.identified)
+                    quality += (
+                        f"  within 5 %: {s['within_count']}/{s['significant']} (max {s['max_relative_error']:.1%})"
+                    )
                 print(f"    {case:34s} sigma {sigma:48s} held-out {held:.4f} / {moving:.4f}  {quality}")
 
 
