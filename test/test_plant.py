@@ -557,3 +557,13 @@ def test_link_side_torque_of_the_model_engine() -> None:
         ModelPlant(puma, 0.005, "adaptive", torque_sensing="link")
     with pytest.raises(ValueError, match=r"torque_sensing must be one of \['motor', 'link'\], got 'joint'"):
         ModelPlant(puma, 0.005, torque_sensing="joint")
+
+
+def test_the_torque_reading_is_checked_when_changed_too() -> None:
+    puma = load("puma560")
+    plant = ModelPlant(puma, 0.005, "adaptive")
+    with pytest.raises(ValueError, match="torque_sensing 'link' needs the fixed_step integrator"):
+        plant.torque_sensing = "link"  # it would read nothing
+    with pytest.raises(ValueError, match="torque_sensing must be one of"):
+        plant.torque_sensing = "motors"
+    assert plant.torque_sensing == "motor"

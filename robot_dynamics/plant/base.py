@@ -73,10 +73,8 @@ class Plant(ABC):
     def __init__(self, model: RobotModel, period: float, torque_sensing: str = "motor") -> None:
         if not (math.isfinite(period) and period > 0.0):
             raise ValueError(f"period must be > 0 s, got {period}")
-        if torque_sensing not in TORQUE_SENSING:
-            raise ValueError(f"torque_sensing must be one of {list(TORQUE_SENSING)}, got {torque_sensing!r}")
-        self.torque_sensing = torque_sensing
         self.model = model
+        self.torque_sensing = torque_sensing
         self.period = float(period)
         self.effort_limit = np.array([j.limits.effort for j in model.joints], dtype=np.float64)
         self.clamped_steps = 0
@@ -86,6 +84,25 @@ class Plant(ABC):
         self._wrench: FloatArray = np.zeros(6)
         self.effort: FloatArray = np.zeros(model.dof)  # the joints' torque reading over the last step
         self._link_torque: FloatArray = np.zeros(model.dof)  # link sensing: set by the engine's _advance
+
+    # -- torque reading ---------------------------------------------------------------------------
+    @property
+    def torque_sensing(self) -> str:
+        """Where the joints' torque reading is taken: ``"motor"`` or ``"link"`` (module docstring)."""
+        return self._torque_sensing
+
+    @torque_sensing.setter
+    def torque_sensing(self, value: str) -> None:
+        if value not in TORQUE_SENSING:
+            raise ValueError(f"torque_sensing must be one of {list(TORQUE_SENSING)}, got {value!r}")
+        reason = self._cannot_read(value)
+        if reason:
+            raise ValueError(reason)
+        self._torque_sensing = value
+
+    def _cannot_read(self, value: str) -> str | None:
+        """Why this engine cannot give the ``value`` reading (None: it can)."""
+        return None
 
     # -- state ------------------------------------------------------------------------------------
     @property

@@ -47,14 +47,17 @@ class ModelPlant(Plant):
     ) -> None:
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {list(INTEGRATORS)}, got {integrator!r}")
-        if torque_sensing == "link" and integrator != "fixed_step":
-            raise ValueError("torque_sensing 'link' needs the fixed_step integrator (adaptive keeps no acceleration)")
-        super().__init__(model, period, torque_sensing)
         self.integrator = integrator
+        super().__init__(model, period, torque_sensing)
         self.friction = friction
         self._q: FloatArray = np.zeros(model.dof)
         self._qd: FloatArray = np.zeros(model.dof)
         self._time = 0.0
+
+    def _cannot_read(self, value: str) -> str | None:
+        if value == "link" and self.integrator != "fixed_step":
+            return "torque_sensing 'link' needs the fixed_step integrator (adaptive keeps no acceleration)"
+        return None
 
     @staticmethod
     def warm(model: RobotModel) -> None:
