@@ -8,7 +8,8 @@ Usage: ``.venv/bin/python bench/bench_plant.py [--steps 3000] [--repeat 5] [--lo
    ``config/plant_deviations.yaml`` for the UR5 / the same lists and random scaling for the Panda)
    vs ``ModelPlant.step`` (this package's forward dynamics with stick-slip friction, native backend,
    ``fixed_step``), both under gravity compensation plus a sine so the arm moves; best of ``--repeat``
-   rounds timed alternately (a busy spell on the shared machine hits both).
+   rounds timed alternately (a busy spell on the shared machine hits both); and the deviated plants
+   with the link-side torque reading (``torque_sensing="link"``), what that reading costs.
 2. Lock-step loop: the simulator node (``engine: mujoco``, UR5, ``lockstep: true``, 1 kHz) answered by
    a trivial rclpy node in another executor thread of the same process (it copies each state's stamp
    onto a constant torque); simulated steps per wall second, missed commands.
@@ -89,9 +90,15 @@ def step_table(steps: int, repeat: int) -> None:
             )
         )
         source = plant_source(robot, None, tip, locks)
-        for label, deviations in (("nominal", None), ("deviated", deviated)):
-            mujoco_plant = MujocoPlant(source, model, 1e-3, *(() if deviations is None else (deviations,)))
-            model_plant = ModelPlant(model, 1e-3)
+        for label, deviations, sensing in (
+            ("nominal", None, "motor"),
+            ("deviated", deviated, "motor"),
+            ("deviated, link-side torque reading", deviated, "link"),
+        ):
+            mujoco_plant = MujocoPlant(
+                source, model, 1e-3, *(() if deviations is None else (deviations,)), torque_sensing=sensing
+            )
+            model_plant = ModelPlant(model, 1e-3, torque_sensing=sensing)
             best_m = best_e = float("inf")
             for _ in range(repeat):
                 best_m = min(best_m, per_step(mujoco_plant, model, q0, steps))
