@@ -103,6 +103,7 @@ class ModelPlant(Plant):
         q, qd = self._q, self._qd
         sticky = friction_parameters(model).sticky if self.friction and model.has_friction else None
         load = -self._wrench if self._wrench.any() else None
+        link = self.torque_sensing == "link"
         transmitted = np.zeros(model.dof)
         for _ in range(steps):
             if load is None:
@@ -110,7 +111,7 @@ class ModelPlant(Plant):
             else:
                 qdd = forward_dynamics(model, q, qd, tau, friction=self.friction, wrench=load, wrench_frame="world")
             qdd = np.asarray(qdd, dtype=np.float64)
-            if self.torque_sensing == "link":
+            if link:
                 transmitted += self._transmitted(model, q, qd, qdd, load)
             # constant acceleration over the step
             qd_next = qd + h * qdd
@@ -123,7 +124,8 @@ class ModelPlant(Plant):
                     q_next[crossed] = q[crossed] - 0.5 * qd[crossed] ** 2 / qdd[crossed]
                     qd_next[crossed] = 0.0
             q, qd = q_next, qd_next
-        self._link_torque = transmitted / steps
+        if link:
+            self._link_torque = transmitted / steps
         return q, qd
 
     @staticmethod
