@@ -327,3 +327,16 @@ def test_stribeck_refinement_recovers_velocity_and_excess() -> None:
     linear = fit_least_squares(accumulate(model, q, qd, qdd, tau2, pset, np.full(6, 1 / sigma**2)), base, nominal)
     assert sf2.cost < 0.2 * linear.cost
     np.testing.assert_allclose(sf2.fit.residual_rms, sigma, rtol=0.3)
+
+
+def test_the_priors_information_follows_the_joints_a_column_acts_on() -> None:
+    """Column 0 in joint 0's rows only, column 1 in both joints', column 2 in none: each column's prior
+    is ``count * (joints it acts on) * (their least weight)``, every joint for a column without data."""
+    from robot_dynamics.identification.estimate import prior_information
+
+    ata = np.zeros((2, 3, 3))
+    ata[0, 0, 0], ata[0, 1, 1], ata[1, 1, 1] = 4.0, 1.0, 9.0
+    ne = NormalEquations(ata, np.zeros((2, 3)), np.zeros(2), 10, np.array([1.0, 100.0]), np.array([10.0, 10.0]))
+    assert np.allclose(prior_information(ne, [0, 1, 2], 1e-3), 1e-3 * 10 * np.array([1.0, 2.0, 2.0]))
+    equal = ne.with_weights([5.0, 5.0])  # equal weights: count * the sum of the acting joints' weights
+    assert np.allclose(prior_information(equal, [0, 1, 2], 1.0), 10 * np.array([5.0, 10.0, 10.0]))

@@ -287,12 +287,25 @@ def scaled_system(
     if prior_weight > 0.0:
         nom = np.zeros(len(base.parameter_names)) if nominal is None else np.asarray(nominal, dtype=float)
         z0 = s * base.to_base(nom)
-        # the prior's information: prior_weight times that of the data set with every base column
-        # excited at its typical size, uncorrelated (scaled columns of unit RMS)
-        p = prior_weight * ne.count * float(np.sum(ne.weights))
+        p = prior_information(ne, ix, prior_weight)
         H[np.diag_indices_from(H)] += p
         g += p * z0
     return A, b, H, g
+
+
+def prior_information(ne: NormalEquations, columns: ArrayLike, prior_weight: float) -> FloatArray:
+    """Per base parameter (``columns``: its column), the prior's information: ``prior_weight`` times that
+    of the data set with the column excited at its typical size (scaled to unit RMS, uncorrelated) in
+    the rows of the ``m`` joints whose torque it acts on, each weighted as the least weighted of them:
+    ``count * m * min_j w_j`` (``count * sum_j w_j`` when the weights are equal; every joint for a
+    column the data never excite). With the largest weight instead, the joint fitted most closely would
+    set the prior of every parameter it shares: on a noise-free recording one joint's ``w_j`` can be
+    10^3 times another's, and the prior would then outweigh the data of the other joint."""
+    present = np.diagonal(ne.ata_joint, axis1=1, axis2=2)[:, np.asarray(columns, dtype=np.intp)] > 0.0  # (n, k)
+    weights = np.asarray(ne.weights, dtype=float)
+    acting = np.where(present.any(axis=0), present, True)  # a column in no joint's rows: every joint
+    least = np.min(np.where(acting, weights[:, None], np.inf), axis=0)
+    return np.asarray(prior_weight * ne.count * acting.sum(axis=0) * least)
 
 
 def base_problem(

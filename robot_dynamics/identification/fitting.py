@@ -211,7 +211,9 @@ def fit_statistics(
             bounds=limits,
             mass_band=MASS_BAND if bounded else None,
         )
-        ratio = fit.cost / wls.cost if wls.cost > 0.0 else 1.0
+        # against least squares with the same prior: the ratio is then the constraints' alone
+        same = wls if effective_prior == prior_weight else fit_least_squares(weighted, base, nominal, effective_prior)
+        ratio = fit.cost / same.cost if same.cost > 0.0 else 1.0
         if ratio > COST_WARNING:
             warnings.append(
                 f"the consistent fit's cost is {ratio:.2f} times the least-squares cost: the data ask for "
