@@ -88,11 +88,12 @@ def test_cli_effort_lag_is_checked_and_reported(tmp_path: Path) -> None:
         text=True,
     )
     assert ok.returncode == 0, ok.stderr
-    assert "effort lag 0 message(s), chosen by training score (0: " in ok.stdout
+    assert "effort lag 0 message(s), acceleration savgol, chosen by training score (0: " in ok.stdout
     import json
 
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["effort_lag"]["lag"] == 0 and [d["lag"] for d in report["effort_lag"]["scores"]] == [0, 1, -1]
+    assert report["effort_lag"]["acceleration"] == "savgol"
     assert [r["joint"] for r in report["friction"]["reversals"]] == ["joint1", "joint2", "joint3"]
     assert "Coulomb width (reversal timing) from the slow rows" in ok.stdout or not any(
         r["rows"] for r in report["friction"]["reversals"]

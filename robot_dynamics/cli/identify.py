@@ -5,7 +5,8 @@
       [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
       [--friction smooth-coulomb|viscous-coulomb|asymmetric-coulomb|stribeck] [--reversal-velocity V [V ...]]
       [--stick-velocity V]
-      [--effort-lag K|auto] [--reversal-fit/--no-reversal-fit] [--window S] [--bounds/--no-bounds]
+      [--effort-lag K|auto] [--acceleration savgol|difference|auto] [--reversal-fit/--no-reversal-fit]
+      [--window S] [--bounds/--no-bounds]
       [--compare-friction/--no-compare-friction]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
 
@@ -114,6 +115,15 @@ def register(sub: Any) -> None:
         "auto fits 0, 1 and -1 and keeps the smallest training residual (default 0)",
     )
     p.add_argument(
+        "--acceleration",
+        choices=["savgol", "difference", "auto"],
+        default="savgol",
+        help="how the joint accelerations are estimated: savgol, the Savitzky-Golay derivative over --window "
+        "(measured data); difference, each step's change of velocity, unsmoothed (a simulator's noise-free "
+        "recording: exact for fixed-step semi-implicit Euler, with --effort-lag 1); auto fits both (with every "
+        "lag under --effort-lag auto) and keeps the smallest training residual (default savgol)",
+    )
+    p.add_argument(
         "--reversal-fit",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -210,6 +220,7 @@ def run_identify(args: argparse.Namespace) -> int:
         bounded=args.bounds,
         compare_friction=args.compare_friction,
         effort_lag=args.effort_lag,
+        acceleration=args.acceleration,
         reversals=args.reversal_fit,
         **_law_options(args),
     )

@@ -59,6 +59,7 @@ from .parameters import IdentificationError, ParameterSet
 from .result import Excitation, IdentificationResult, payload_parameter_set
 from .reversals import fit_reversals, slow_series
 from .samples import (
+    ACCELERATIONS,
     REVERSAL_VELOCITY,
     STICK_VELOCITY,
     WINDOW_S,
@@ -159,12 +160,22 @@ def compare_laws(
 LAGS = (0, 1, -1)  # effort lags (messages) effort_lag="auto" tries
 
 
+def pairings(settings: PipelineSettings, effort_lag: int | str, acceleration: str) -> list[PipelineSettings]:
+    """The settings to try: every effort lag of :data:`LAGS` (``effort_lag="auto"``) with every
+    acceleration of :data:`.samples.ACCELERATIONS` (``acceleration="auto"``), or the one given."""
+    lags = LAGS if effort_lag == "auto" else (settings.effort_lag,)
+    accelerations = ACCELERATIONS if acceleration == "auto" else (settings.acceleration,)
+    return [replace(settings, effort_lag=lag, acceleration=a) for a in accelerations for lag in lags]
+
+
 def lag_scores(results: Sequence[IdentificationResult]) -> list[float | None]:
     """Per least-squares fit, its training score ``sqrt(mean_j rms_j^2 / sigma_j^2)``, with the first
-    fit's ``sigma`` for every one. The fits differ only in how effort and state are paired and have the
-    same parameters: the pairing that explains the data leaves the smallest residual. (Not the
-    held-out score: on a short excitation the held-out error is mostly the fit's extrapolation, the
-    same for every pairing; nor a constrained fit's: an active bound would decide.)"""
+    fit's ``sigma`` for every one. The fits differ only in how effort and state are paired (the effort
+    lag, the acceleration's estimate) and have the same parameters: the pairing that explains the data
+    leaves the smallest residual. (Not the held-out score: on a short excitation the held-out error is
+    mostly the fit's extrapolation, the same for every pairing; nor a constrained fit's: an active
+    bound would decide. An unsmoothed acceleration of noisy velocities puts the noise, amplified,
+    into the regressor: its residual is the larger one.)"""
     weights = results[0].weights
     out: list[float | None] = []
     for r in results:
@@ -201,6 +212,7 @@ def identify(
     geometry: Sequence[FloatArray | None] | None = None,
     effort_lag: int | str = 0,
     reversals: bool = True,
+    acceleration: str = "savgol",
 ) -> IdentificationResult:
     """Identify ``robot``'s dynamic parameters from recorded bags (module docstring).
 
@@ -222,7 +234,11 @@ def identify(
     or ``robot``; the joint frames where there is none). ``effort_lag``: messages between a state and
     the effort that goes with it (:func:`.samples.lagged`), or ``"auto"``: each of :data:`LAGS` fitted
     by least squares and the one that leaves the smallest training residual kept (:func:`lag_scores`;
-    ``result.settings.effort_lag``, the scores in ``result.effort_lag_scores``). ``reversals``: each
+    ``result.settings.effort_lag``, the scores in ``result.effort_lag_scores``). ``acceleration``:
+    "savgol" (the Savitzky–Golay derivative of the velocity), "difference" (each step's change of
+    velocity, unsmoothed: :mod:`robot_dynamics.bag.step_difference`, for a simulator's noise-free
+    recording) or "auto" (both fitted, with every lag under ``effort_lag="auto"``, and the smallest
+    training residual kept, as for the lag). ``reversals``: each
     joint's Coulomb width (and the reversal's timing, reported) from the rows below the reversal
     velocity (:mod:`.reversals`; ``result.reversals``; a tanh Coulomb law only).
     ``provenance``: the robot file and chain options ``robot`` was loaded with, recorded in the model
@@ -234,6 +250,8 @@ def identify(
     clock = time.perf_counter()
     if effort_lag != "auto" and (isinstance(effort_lag, bool) or not isinstance(effort_lag, int)):
         raise IdentificationError(f"effort lag must be an integer or 'auto', got {effort_lag!r}")
+    if acceleration != "auto" and acceleration not in ACCELERATIONS:
+        raise IdentificationError(f"acceleration must be one of {[*ACCELERATIONS, 'auto']}, got {acceleration!r}")
     model = robot if isinstance(robot, RobotModel) else load_robot(robot)
     items = [bags] if isinstance(bags, (str, os.PathLike)) else list(bags)
     paths = expand_bags([os.fspath(b) for b in items])
@@ -253,6 +271,7 @@ def identify(
             stick_velocity=stick_velocity,
             window_s=window,
             effort_lag=0 if effort_lag == "auto" else effort_lag,  # type: ignore[arg-type]
+            acceleration="savgol" if acceleration == "auto" else acceleration,
         )
     if scheduler is not None:  # workers elsewhere: absolute paths (the bags must be readable there)
         paths = [str(Path(path).resolve()) for path in paths]
@@ -287,16 +306,12 @@ def identify(
         return fit_statistics(model, pset, stats, friction=friction, **{**options, "settings": lag_settings, **more})
 
     scores: list[float | None] = []
-    if effort_lag == "auto":  # least squares for each pairing (a constraint must not decide it), then the fit
-        reductions = [reduce(replace(settings, effort_lag=lag)) for lag in LAGS]
-        scores = lag_scores(
-            [
-                fit(st, replace(settings, effort_lag=lag), consistent=False)
-                for lag, st in zip(LAGS, reductions, strict=True)
-            ]
-        )
+    tried = pairings(settings, effort_lag, acceleration)
+    if len(tried) > 1:  # least squares for each pairing (a constraint must not decide it), then the fit
+        reductions = [reduce(candidate) for candidate in tried]
+        scores = lag_scores([fit(st, c, consistent=False) for c, st in zip(tried, reductions, strict=True)])
         best = int(np.argmin([np.inf if v is None else v for v in scores]))
-        settings, stats = replace(settings, effort_lag=LAGS[best]), reductions[best]
+        settings, stats = tried[best], reductions[best]
     else:
         stats = reduce(settings)
     result = fit(stats, settings)
@@ -308,7 +323,11 @@ def identify(
             series = map_tasks(slow_series, tasks, jobs=jobs, scheduler=scheduler, progress=False, label="slow rows")
         result.reversals = fit_reversals(result.identified, series, settings.reversal(model))
         result.identified = result.reversals.apply(result.identified)
-    result.effort_lag_scores = [{"lag": lag, "score": v} for lag, v in zip(LAGS, scores, strict=True)] if scores else []
+    result.effort_lag_scores = (
+        [{"lag": c.effort_lag, "acceleration": c.acceleration, "score": v} for c, v in zip(tried, scores, strict=True)]
+        if scores
+        else []
+    )
     fit_options = {**options, "settings": settings}
     if laws and compare_friction:
         result.friction_comparison = compare_laws(model, stats, result, coulomb, fit_options)

@@ -199,8 +199,9 @@ def friction_block(result: IdentificationResult) -> dict[str, Any]:
 
 
 def effort_lag_block(result: IdentificationResult) -> dict[str, Any]:
-    """The messages between a state and its effort, and (``auto``) each lag's training score."""
-    block: dict[str, Any] = {"lag": result.settings.effort_lag}
+    """The messages between a state and its effort, the acceleration's estimate, and (``auto``) each
+    pairing's training score."""
+    block: dict[str, Any] = {"lag": result.settings.effort_lag, "acceleration": result.settings.acceleration}
     if result.effort_lag_scores:
         block["chosen"] = "auto"
         block["scores"] = result.effort_lag_scores

@@ -78,11 +78,16 @@ def format_table(result: IdentificationResult) -> str:
         lines.append(f"Coulomb width (reversal timing) from the slow rows: {cells}")
         costs = ", ".join(f"{k} {_g(v)}" for k, v in (band.costs or {}).items())
         lines.append(f"direction function {band.shape} (slow rows' squared error: {costs})")
+    lag, acceleration = result.settings.effort_lag, result.settings.acceleration
     if result.effort_lag_scores:
-        scores = ", ".join(f"{d['lag']}: {_g(d['score'])}" for d in result.effort_lag_scores)
-        lines.append(f"effort lag {result.settings.effort_lag} message(s), chosen by training score ({scores})")
-    elif result.settings.effort_lag:
-        lines.append(f"effort lag {result.settings.effort_lag} message(s)")
+        several = len({d["acceleration"] for d in result.effort_lag_scores}) > 1
+        scores = ", ".join(
+            f"{d['lag']}{' ' + d['acceleration'] if several else ''}: {_g(d['score'])}"
+            for d in result.effort_lag_scores
+        )
+        lines.append(f"effort lag {lag} message(s), acceleration {acceleration}, chosen by training score ({scores})")
+    elif lag or acceleration != "savgol":
+        lines.append(f"effort lag {lag} message(s), acceleration {acceleration}")
     lines += [f"warning: {w}" for w in result.warnings]
     if result.payload is not None:
         p = result.payload

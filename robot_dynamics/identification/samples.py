@@ -8,8 +8,9 @@ For each bag, independently of every other (so bags can be processed anywhere an
    ``effort_lag`` of ``L`` messages, pair each state with the effort ``L`` messages later (:func:`lagged`);
 2. differentiate with the Savitzky–Golay filter on the real stamps
    (:mod:`robot_dynamics.bag.differentiate`): ``qdd`` from the measured velocity (or ``qd`` and ``qdd``
-   from the position when the stream has no velocity), and drop ``window // 2`` samples at each end,
-   where the filter's window is shifted inwards and less accurate;
+   from the position when the stream has no velocity); or, ``acceleration="difference"``, each step's
+   change of velocity unsmoothed (:mod:`robot_dynamics.bag.step_difference`: a simulator's recording);
+   drop ``window // 2`` samples at each end, where the filter's window is shifted inwards;
 3. split by time: the last ``holdout`` fraction is kept out of the fit (held-out data), with a gap
    of one filter window between the two parts so that no filter window spans both;
 4. a joint whose position moves less than ``min_motion`` (peak to peak) in the bag is treated as
@@ -25,7 +26,7 @@ For each bag, independently of every other (so bags can be processed anywhere an
    (smooth friction, as the nodes compute it) are summed alongside for the nominal-vs-identified
    comparison. A joint's rows below its ``reversal_velocity`` are left out of its sums; with
    ``stick_velocity`` > 0 so are every joint's rows within half a filter window of where any joint
-   starts or stops sticking (:func:`.spans.stick_band`).
+   starts or stops sticking (:func:`.spans.stick_band`; the filter's error, so not with "difference").
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ STICK_VELOCITY = 0.005  # rad/s or m/s: slower, a joint sticks; 0: no rows left 
 WINDOW_S = 0.05  # s: Savitzky-Golay window of the identification (half the bag tools' default: less smoothing bias)
 BAG_SUFFIXES = (".mcap", ".db3")
 MAX_LAG = 5  # samples: the largest effort lag accepted (identify --effort-lag)
+ACCELERATIONS = ("savgol", "difference")  # how the acceleration is estimated (step 2)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class PipelineSettings:
     stribeck_grid: tuple[float, ...] = tuple(float(v) for v in STRIBECK_GRID)  # () = no Stribeck sums
     coulomb_widths: tuple[float, ...] = tuple(float(v) for v in COULOMB_WIDTHS)  # () = no Coulomb-width sums
     effort_lag: int = 0  # samples: the effort of message k + lag goes with the state of message k (step 1)
+    acceleration: str = "savgol"  # or "difference", unsmoothed (step 2; robot_dynamics.bag.step_difference)
 
     def grids(self) -> dict[str, FloatArray]:
         """The column families reduced alongside (:mod:`.columns`) and their grids."""
@@ -107,6 +110,8 @@ class PipelineSettings:
             raise IdentificationError(f"holdout must be in [0, 1), got {self.holdout}")
         if not self.min_motion >= 0.0:
             raise IdentificationError(f"min_motion must be >= 0, got {self.min_motion}")
+        if self.acceleration not in ACCELERATIONS:
+            raise IdentificationError(f"acceleration must be one of {list(ACCELERATIONS)}, got {self.acceleration!r}")
         if isinstance(self.effort_lag, bool) or not isinstance(self.effort_lag, int) or abs(self.effort_lag) > MAX_LAG:
             raise IdentificationError(
                 f"effort lag must be an integer from -{MAX_LAG} to {MAX_LAG}, got {self.effort_lag!r}"
@@ -156,9 +161,6 @@ class BagTask:
     settings: PipelineSettings
 
 
-# ----------------------------------------------------------------------------------------------
-# finding bags
-# ----------------------------------------------------------------------------------------------
 def is_bag(path: Path) -> bool:
     """A rosbag2 directory (``metadata.yaml`` inside) or a single ``.mcap``/``.db3`` file."""
     return (path.is_dir() and (path / "metadata.yaml").is_file()) or (
@@ -188,9 +190,6 @@ def expand_bags(paths: list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
-# ----------------------------------------------------------------------------------------------
-# reading
-# ----------------------------------------------------------------------------------------------
 def bag_names_for(model: RobotModel, joint_map: Mapping[str, str]) -> list[str]:
     """The bag's joint names in model order (``joint_map``: bag name -> model name)."""
     reverse: dict[str, str] = {}
@@ -253,12 +252,12 @@ def _split(
     chunk = max(1, int(settings.chunk))
     grid = settings.grids()
     reversal = np.where(cut.static, 0.0, settings.reversal(model))  # a joint standing still keeps its rows
-    stick = settings.stick_velocity
-    train = spans(model, pset, t, q, qd, tau, cut.train, cut, chunk, name, reversal, grid, stick_velocity=stick)
+    stick, acc = settings.stick_velocity, settings.acceleration
+    train = spans(model, pset, t, q, qd, tau, cut.train, cut, chunk, name, reversal, grid, False, stick, acc)
     held = (
         []
         if cut.holdout is None
-        else spans(model, pset, t, q, qd, tau, cut.holdout, cut, chunk, name, reversal, grid, True, stick)
+        else spans(model, pset, t, q, qd, tau, cut.holdout, cut, chunk, name, reversal, grid, True, stick, acc)
     )
     return cut, train + held, len(train)
 
@@ -391,6 +390,7 @@ def _part_series(task: BagTask, holdout: bool) -> tuple[FloatArray, FloatArray, 
     t, q, qd, tau = _bag_arrays(task)
     cut = plan(t, q, task.settings, task.path)
     rows = cut.holdout if holdout and cut.holdout is not None else cut.train
-    (span,) = spans(task.model, task.pset, t, q, qd, tau, rows, cut, rows.stop - rows.start, task.path)
+    acc, count = task.settings.acceleration, rows.stop - rows.start
+    (span,) = spans(task.model, task.pset, t, q, qd, tau, rows, cut, count, task.path, acceleration=acc)
     qd_rows, qdd_rows, _ = derivatives(span)
     return t[rows], q[rows], qd_rows, qdd_rows, tau[rows]

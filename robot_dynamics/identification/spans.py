@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robot_dynamics.bag.differentiate import SavitzkyGolay, savgol
+from robot_dynamics.bag.step_difference import step_accelerations
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import FloatArray, RobotModel
 
@@ -239,13 +240,16 @@ class Span:
     grids: Grids | None = None  # column families whose sums are reduced too, and their grids
     held_out: bool = False  # keep the slow rows, and sum them again on their own (accumulate_parts)
     stick_velocity: float = 0.0  # > 0: leave out the rows around a joint's sticking (stick_band)
+    acceleration: str = "savgol"  # or "difference": each step's change of velocity (.bag.step_difference)
 
 
 def derivatives(span: Span) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``qd, qdd`` of the span's rows (samples module docstring, steps 2 and 4), and ``qd`` of every
     state of the span (its halo too)."""
     try:
-        if span.qd is not None:
+        if span.acceleration == "difference":
+            qd_all, qdd = step_accelerations(span.t, span.q, span.qd)
+        elif span.qd is not None:
             (qdd,) = savgol(span.t, span.qd, (1,), span.filt)
             qd_all = np.array(span.qd, dtype=float)
         else:
@@ -300,6 +304,7 @@ def spans(
     grids: Grids | None = None,
     held_out: bool = False,
     stick_velocity: float = 0.0,
+    acceleration: str = "savgol",
 ) -> list[Span]:
     """``rows`` cut into spans of ``chunk`` states (the last may be shorter), each with its halo;
     ``reversal``: the per-joint velocity below which a joint's rows are left out (:func:`accumulate_parts`)."""
@@ -325,6 +330,7 @@ def spans(
                 grids,
                 held_out,
                 stick_velocity,
+                acceleration,
             )
         )
     return out
@@ -354,7 +360,7 @@ def reduce_span(span: Span) -> SpanResult:
     qd, qdd, qd_all = derivatives(span)
     rows = span.rows
     sticking = None
-    if span.stick_velocity > 0.0:
+    if span.stick_velocity > 0.0 and span.acceleration == "savgol":  # (a step's difference spreads nothing)
         sticking = stick_band(qd_all, span.stick_velocity, span.filt.window // 2, ~span.static)[rows]
     try:
         model = shared(span.model)
