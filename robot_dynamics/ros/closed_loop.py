@@ -17,8 +17,9 @@ The cases are :mod:`robot_dynamics.experiment.cases`; what each shows, docs/clos
    the motion is stamped to start ``lead`` s after the reset state's stamp, so every case starts from the
    same state at the same time; recorded until its end into ``bags/<case>/`` (rosbag2:
    ``/joint_states``, ``/joint_commands``, ``/joint_trajectory``, from the reset state on).
-4. ``robot-dynamics identify bags/excitation --friction LAW --effort-lag auto`` (the simulator's effort is the
-   torque of the step into a state) → ``identified.yaml``, ``identification.json`` / ``.png``.
+4. ``robot-dynamics identify bags/excitation --friction LAW --effort-lag auto --acceleration auto`` (the
+   simulator's effort is the torque of the step into a state; its velocities are exact, so each step's
+   change of velocity can be the acceleration) → ``identified.yaml``, ``identification.json`` / ``.png``.
 5. Nodes 2: the same files, ``robot_config`` = the identified file: case C.
 6. ``realtime``: nodes 3 without lock-step (wall clock, ``rate`` Hz): B's settings; the loop's rate and
    the joint state → command latency (the state's stamp to the command's arrival here).
@@ -331,7 +332,9 @@ class Experiment:
                 args = ["identify", str(self.out / "bags" / "excitation"), "--robot", s.robot, *chain_arguments(s)]
                 args += ["--out", str(identified), "--json", str(self.out / "identification.json")]
                 args += ["--plot", str(self.out / "identification.png"), "--friction", s.friction_law]
-                args += ["--effort-lag", "auto"]  # the simulator's effort is the torque of the step into the state
+                # the simulator's effort is the torque of the step into the state, its velocity exact: each step's
+                # change of velocity is the acceleration that torque produced (auto keeps what explains the data)
+                args += ["--effort-lag", "auto", "--acceleration", "auto"]
                 args += [*s.identify_options]
                 self._finish(self._command(args, "identify"), "identify")
                 self._session(
