@@ -29,9 +29,9 @@ from robot_dynamics.cli import main
 from robot_dynamics.control import ControlLaw, Controller, ControlSettings
 from robot_dynamics.errors import StateError
 from robot_dynamics.experiment.parameters import base_parameter_summary
-from robot_dynamics.identification import IdentificationError
+from robot_dynamics.identification import IdentificationError, ParameterSet
 from robot_dynamics.identification.pipeline import identify
-from robot_dynamics.identification.samples import PipelineSettings
+from robot_dynamics.identification.samples import PipelineSettings, read_bag, statistics_from_arrays
 from robot_dynamics.plant import MujocoPlant, parse_deviations, plant_source
 from robot_dynamics.plant.run import run_plant, write_run_bag
 from robot_dynamics.trajectory import JointTrajectorySampler
@@ -184,3 +184,18 @@ def test_the_consistent_fit_of_an_exact_recording_keeps_its_accuracy(simulated: 
     assert offsets is not None and np.abs(offsets).max() < 1e-3  # the plant has none
     summary = base_parameter_summary(stock, truth, fit.identified)
     assert summary["within_count"] == summary["significant"] and summary["max_relative_error"] < 0.01
+
+
+def test_the_difference_is_the_same_however_the_rows_are_cut(simulated: dict[str, Any]) -> None:
+    """Spans of 300 states with their halos give the one-span sums (each row needs only its next state)."""
+    stock = simulated["stock"]
+    series = read_bag(str(simulated["out"] / "clean"), stock, PipelineSettings())
+    arrays = (series.times(), series.position, series.velocity, series.effort)
+    cut, whole = (
+        statistics_from_arrays(stock, ParameterSet(), *arrays, PipelineSettings(acceleration="difference", chunk=c))
+        for c in (300, 10**6)
+    )
+    assert np.array_equal(cut.train.rows, whole.train.rows)
+    for name in ("ata_joint", "atb_joint", "btb_joint"):  # the same to the rounding of the sums
+        x, y = getattr(whole.train, name), getattr(cut.train, name)
+        assert np.abs(x - y).max() <= 1e-12 * np.abs(x).max(), name
