@@ -31,7 +31,7 @@ from robot_dynamics.cli import main
 from robot_dynamics.control import ControlLaw, Controller, ControlSettings
 from robot_dynamics.dynamics.contact_wrench import external_wrench
 from robot_dynamics.models.chain_yaml import write_chain_yaml
-from robot_dynamics.plant import MujocoPlant, parse_deviations, plant_source
+from robot_dynamics.plant import Deviations, MujocoPlant, parse_deviations, plant_source
 from robot_dynamics.plant.run import Push, run_plant, write_run_bag
 from robot_dynamics.plant.true_model import link_side
 from robot_dynamics.trajectory import JointTrajectorySampler
@@ -67,19 +67,31 @@ def motion(seed: int) -> JointTrajectorySampler:
     return JointTrajectorySampler(t, q, qd, qdd)
 
 
+def stock_ur5() -> rd.RobotModel:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return rd.load_robot(URDF)
+
+
+def tracking(
+    stock: rd.RobotModel, deviations: Deviations, torque_sensing: str = "motor"
+) -> tuple[MujocoPlant, Controller]:
+    """A MuJoCo UR5 deviating from ``stock`` by ``deviations``, at rest at ``HOME`` (contacts off: its mesh
+    hulls touch, no free motion otherwise), and PD + the stock file's feed-forward (kp = 400 D_ii, kd = 40 D_ii)."""
+    plant = MujocoPlant(plant_source(URDF, None, None, None), stock, 1e-3, deviations, torque_sensing=torque_sensing)
+    plant.mjmodel.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    plant.reset(HOME, np.zeros(6))
+    D = np.diag(rd.inertia_matrix(stock, HOME))
+    return plant, Controller(ControlLaw(stock), ControlSettings("pd_feedforward", kp=400.0 * D, kd=40.0 * D))
+
+
 @pytest.fixture(scope="module")
 def proof(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("contact_proof")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        stock = rd.load_robot(URDF)
+    stock = stock_ur5()
     runs = {}
     for name, seed, pushes in (("free", 1, []), ("pushed", 2, PUSHES)):
-        plant = MujocoPlant(plant_source(URDF, None, None, None), stock, 1e-3, parse_deviations(DEVIATIONS, "test"))
-        plant.mjmodel.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)  # mesh hulls touch: no free motion
-        plant.reset(HOME, np.zeros(6))
-        D = np.diag(rd.inertia_matrix(stock, HOME))
-        controller = Controller(ControlLaw(stock), ControlSettings("pd_feedforward", kp=400.0 * D, kd=40.0 * D))
+        plant, controller = tracking(stock, parse_deviations(DEVIATIONS, "test"))
         runs[name] = run_plant(plant, controller, 4.0, trajectory=motion(seed), trajectory_start=0.5, pushes=pushes)
         write_run_bag(out / name, runs[name])
         assert not runs[name].contacts.any() and plant.clamped_steps == 0
@@ -130,18 +142,12 @@ def test_a_push_that_static_friction_holds_shows_only_in_link_side_torques(tmp_p
     """The UR5 plant with 4 N·m of Coulomb friction on its big joints, at rest, pushed with 20 N along x
     (6 N·m on the shoulder, 1.5 x its friction): in the motors' torques the joints' static friction takes
     most of the push; a link-side torque sensor reads it whole, so the observer settles to ``Jᵀ F``."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        stock = rd.load_robot(URDF)
+    stock = stock_ur5()
     push = Push(0.2, 0.3, (20.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     deviations = parse_deviations({**DEVIATIONS, "friction": [4.0, 4.0, 3.0, 1.0, 1.0, 0.8]}, "test")
     ratio = {}
     for sensing in ("motor", "link"):
-        plant = MujocoPlant(plant_source(URDF, None, None, None), stock, 1e-3, deviations, torque_sensing=sensing)
-        plant.mjmodel.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
-        plant.reset(HOME, np.zeros(6))
-        D = np.diag(rd.inertia_matrix(stock, HOME))
-        controller = Controller(ControlLaw(stock), ControlSettings("pd_feedforward", kp=400.0 * D, kd=40.0 * D))
+        plant, controller = tracking(stock, deviations, sensing)
         run = run_plant(plant, controller, 0.8, pushes=[push])
         write_run_bag(tmp_path / sensing, run)
         model = link_side(plant.true_model) if sensing == "link" else plant.true_model

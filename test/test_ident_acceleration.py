@@ -12,31 +12,26 @@ derivative once the velocities carry sensor noise.
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import mujoco
 import numpy as np
 import pytest
-from engine_reference import EXAMPLE_ROBOTS
-from test_contact_proof import HOME
+from test_contact_proof import HOME, URDF, stock_ur5, tracking
 
 import robot_dynamics as rd
 from robot_dynamics.bag.step_difference import step_accelerations
 from robot_dynamics.cli import main
-from robot_dynamics.control import ControlLaw, Controller, ControlSettings
 from robot_dynamics.errors import StateError
 from robot_dynamics.experiment.parameters import base_parameter_summary
 from robot_dynamics.identification import IdentificationError, ParameterSet
 from robot_dynamics.identification.pipeline import identify
 from robot_dynamics.identification.samples import PipelineSettings, read_bag, statistics_from_arrays
-from robot_dynamics.plant import MujocoPlant, parse_deviations, plant_source
+from robot_dynamics.plant import parse_deviations
 from robot_dynamics.plant.run import run_plant, write_run_bag
 from robot_dynamics.trajectory import JointTrajectorySampler
 
-URDF = str(EXAMPLE_ROBOTS / "ur_description/urdf/ur5_robot.urdf")
 DEVIATIONS = {
     "damping": [0.5, 0.5, 0.4, 0.1, 0.1, 0.1],
     "friction": [2.0, 2.0, 1.5, 0.5, 0.5, 0.4],
@@ -98,14 +93,8 @@ def test_step_accelerations_are_a_semi_implicit_eulers_exactly() -> None:
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("acceleration")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        stock = rd.load_robot(URDF)
-    plant = MujocoPlant(plant_source(URDF, None, None, None), stock, 1e-3, parse_deviations(DEVIATIONS, "test"))
-    plant.mjmodel.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)  # mesh hulls touch: no free motion
-    plant.reset(HOME, np.zeros(6))
-    D = np.diag(rd.inertia_matrix(stock, HOME))
-    controller = Controller(ControlLaw(stock), ControlSettings("pd_feedforward", kp=400.0 * D, kd=40.0 * D))
+    stock = stock_ur5()
+    plant, controller = tracking(stock, parse_deviations(DEVIATIONS, "test"))
     run = run_plant(plant, controller, DURATION + 0.4, trajectory=excitation(4), trajectory_start=0.2)
     assert not run.contacts.any() and plant.clamped_steps == 0
     write_run_bag(out / "clean", run)
