@@ -19,7 +19,9 @@ Topics: ``/joint_states`` (``sensor_msgs/JointState`` with position, velocity, e
 ``/joint_trajectory`` (one ``trajectory_msgs/JointTrajectory``, positions/velocities/accelerations of
 the reference at 50 Hz; received 0.2 s before the first joint state, starting ``trajectory_delay``
 after it and ending ``trajectory_delay`` before the end, so a feed-forward node replaying the bag
-holds, tracks, then holds again). Same arguments, same bag, byte for byte.
+holds, tracks, then holds again). Same arguments, same bag, byte for byte, on one machine; on another
+CPU or BLAS build the last bits of the arithmetic differ and the adaptive integrator takes other steps,
+so the data agree to a small fraction of the sensor noise (~1e-7 rad), not bit for bit.
 """
 
 from __future__ import annotations

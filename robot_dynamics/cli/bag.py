@@ -402,7 +402,8 @@ def _register_sample(sub: Any) -> None:
         help="(re)generate the sample bag by simulation (deterministic)",
         description="Simulates the default robot on a sum-of-sines trajectory (computed torque + PD, stick-slip "
         "friction, seeded sensor noise) and writes joint_states and joint_trajectory to a bag. The same "
-        "options give the same bag, byte for byte.",
+        "options give the same bag on one machine, byte for byte; across CPUs and BLAS builds the same data "
+        "to well within its sensor noise (last-bit differences change the adaptive integrator's steps).",
     )
     p.add_argument("out", nargs="?", default=str(DEFAULT_PATH), help="output bag (default: %(default)s)")
     add_robot_options(p, positional=False, default=d.robot)
