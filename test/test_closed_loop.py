@@ -53,10 +53,10 @@ def test_every_case_through_the_nodes(tmp_path: Path) -> None:
         assert (out / "bags" / key / "metadata.yaml").is_file()
         if key == "B-realtime":  # the wall clock: how many states and answers depends on the machine
             realtime = case["realtime"]
-            assert realtime["target_rate_hz"] == 100.0 and realtime["rate_hz"] > 0 and realtime["joint_states"] > 50
+            assert realtime["target_rate_hz"] == 100.0 and realtime["rate_hz"] > 0 and realtime["joint_states"] >= 2
             assert realtime["latency_ms"]["p50"] > 0 and realtime["latency_ms"]["p99"] >= realtime["latency_ms"]["p50"]
             at_plant = realtime["at_plant"]  # the simulator's own record since the case's reset
-            assert at_plant["commands"] > 50 and at_plant["overruns"] >= 0
+            assert at_plant["commands"] >= 2 and at_plant["overruns"] >= 0
             assert 0 < at_plant["latency_ms"]["p50"] <= at_plant["latency_ms"]["p99"] <= at_plant["latency_ms"]["max"]
             continue
         expected = 501 if key == "excitation" else 201  # 100 Hz: 2 s motions; 3 s excitation + two 1 s ramps

@@ -15,15 +15,18 @@ Then the plant steps one period and t_{k+1} = t_k + period, in integer nanosecon
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 EPOCH_NS = 1_000_000_000
 
 
 class LockstepClock:
-    """Simulated time and the answer bookkeeping of the lock-step protocol (see the module docstring)."""
+    """Simulated time and the answer bookkeeping of the lock-step protocol (see the module docstring).
+    ``clock``: the monotonic wall clock, seconds (a test gives its own)."""
 
-    def __init__(self, period_ns: int) -> None:
+    def __init__(self, period_ns: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.period_ns = int(period_ns)
+        self._clock = clock
         self.now_ns = EPOCH_NS
         self.awaiting = False  # the state at now_ns is published and not yet answered
         self.published_at = 0.0  # wall time of that publication (monotonic), 0 = nothing published yet
@@ -39,7 +42,7 @@ class LockstepClock:
     def published(self) -> None:
         """The state at ``now_ns`` went out: wait for its answer."""
         self.awaiting = True
-        self.published_at = time.monotonic()
+        self.published_at = self._clock()
 
     def answers(self, stamp_ns: int | None) -> bool:
         """Whether a command stamped ``stamp_ns`` (None: a command without a stamp) answers the state."""
@@ -55,7 +58,7 @@ class LockstepClock:
         if max_speed <= 0.0:
             self._pace = None
             return 0.0
-        wall = time.monotonic()
+        wall = self._clock()
         if self._pace is None:
             self._pace = (wall, self.now_ns)
         wall0, sim0 = self._pace
@@ -67,7 +70,7 @@ class LockstepClock:
 
     def overdue(self, timeout: float) -> bool:
         """No answer within ``timeout`` wall seconds of the publication."""
-        return self.awaiting and time.monotonic() - self.published_at >= timeout
+        return self.awaiting and self._clock() - self.published_at >= timeout
 
     def step(self, answered: bool) -> None:
         """One period on: counted as missed when it was not answered."""

@@ -57,6 +57,9 @@ class PeriodicThread:
     due instead of when the scheduler gets round to it. It needs the right to (``CAP_SYS_NICE``, or an
     ``rtprio`` limit in /etc/security/limits.conf); without it ``warn`` is told why and the thread runs
     under the normal scheduler. ``scheduler`` says which it got.
+
+    ``clock`` and ``sleep`` are the monotonic clock and the sleep the loop keeps its deadlines with
+    (``time.monotonic``, ``time.sleep``; a test gives its own to check the schedule without waiting).
     """
 
     def __init__(
@@ -67,6 +70,8 @@ class PeriodicThread:
         name: str,
         priority: int = 0,
         warn: Callable[[str], object] = print,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] = time.sleep,
     ) -> None:
         if not period > 0.0:
             raise ValueError(f"period must be positive, got {period}")
@@ -78,6 +83,7 @@ class PeriodicThread:
         self.overruns = 0  # deadlines skipped because a tick started more than a period late
         self.errors = 0
         self._tick, self._on_error = tick, on_error
+        self._clock, self._sleep = clock, sleep
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -105,12 +111,12 @@ class PeriodicThread:
         if self.priority:
             self._raise_priority()
         period = self.period
-        deadline = time.monotonic()
+        deadline = self._clock()
         while not self._stopping:
             deadline += period
-            delay = deadline - time.monotonic()
+            delay = deadline - self._clock()
             if delay > 0.0:
-                time.sleep(delay)  # at most one period: a stop request waits no longer than that
+                self._sleep(delay)  # at most one period: a stop request waits no longer than that
             elif delay < -period:
                 skipped = int(-delay // period)
                 self.overruns += skipped
