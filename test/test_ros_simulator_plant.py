@@ -6,10 +6,10 @@ The answering node stands for a controller: it answers every ``joint_states`` me
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import threading
-import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
