@@ -266,9 +266,12 @@ def test_real_time_keeps_its_rate_on_a_thread_and_measures_the_loop_latency(
     # a reset clears the record
     reset = client.create_client(rd_interfaces().ResetSimulation, "reset_simulation")
     assert reset.wait_for_service(timeout_sec=10.0)
+    received = sim.stats.received
     future = reset.call_async(rd_interfaces().ResetSimulation.Request())
     wait_until(future.done, "the reset")
-    assert future.result().success and sim.realtime.latency.count < count
+    # only commands received since the reset was asked for are in the record (however many a busy machine
+    # let through meanwhile)
+    assert future.result().success and sim.realtime.latency.count <= sim.stats.received - received
     assert (
         sim.realtime.stepper.stop() and not sim.realtime.stepper._thread.is_alive()
     )  # destroy_node stops it like this
