@@ -188,6 +188,12 @@ class TrajectorySchedule:
             return None, True
         return active[0].sample(t), False
 
+    def sample(self, stamp: int) -> TrajectorySample | None:
+        """The active trajectory's desired state at ``stamp`` (ns), its first or last point at rest
+        outside it; None when no trajectory is active. Changes nothing (the rules run in :meth:`step`)."""
+        active = self.active
+        return None if active is None else active[0].sample((stamp - active[1]) * 1e-9)
+
 
 # ------------------------------------------------------------------------------------------------
 # activation rules and law for a whole stream of joint states (a bag)
@@ -223,7 +229,8 @@ class Segment:
     the joint state that activated it; ``rows`` the joint states during which it is active and
     ``desired`` the desired state there ``(len(rows), n)``; ``end_position`` its last point
     ``(n,)``; ``finished_at`` the joint state at which it finished (the node holds from there), or
-    ``None`` when a newer trajectory replaced it or the stream ended first.
+    ``None`` when a newer trajectory replaced it or the stream ended first; ``sampler`` the trajectory as
+    activated (from the activating joint state's measured state when its first point is after ``t = 0``).
     """
 
     index: int
@@ -233,6 +240,7 @@ class Segment:
     desired: TrajectorySample
     end_position: FloatArray
     finished_at: int | None
+    sampler: JointTrajectorySampler
 
 
 def active_segments(
@@ -271,7 +279,7 @@ def active_segments(
         after = int(rows[-1]) + 1 if rows.size else a
         finished = after if after < stop else None
         desired = sampler.sample_many((stamps[rows] - tr.start) * 1e-9)
-        out.append(Segment(order[j], tr.start, a, rows, desired, sampler.positions[-1].copy(), finished))
+        out.append(Segment(order[j], tr.start, a, rows, desired, sampler.positions[-1].copy(), finished, sampler))
     return out
 
 

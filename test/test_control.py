@@ -1,9 +1,10 @@
 """The control law (robot_dynamics.control) against independent references, one state and batches.
 
 * computed torque == Pinocchio's ``rnea`` at the measured state and the commanded acceleration
-  ``qdd_d + Kp e + Kd ė`` (+ the friction package's friction at the measured velocity);
-* PD + feed-forward == the feed-forward law + ``Kp e + Kd ė`` written out by hand; zero gains ==
-  the pure feed-forward to the bit; PD alone == ``Kp e + Kd ė``; the trajectory source == the
+  ``qdd_d + Kp e + Kd ė`` (+ the friction package's friction at the desired or the measured velocity);
+* PD + feed-forward == the feed-forward law + ``Kp e + Kd ė`` written out by hand, holding with no
+  friction compensation at rest unless it is asked for at the measured velocity; zero gains == the
+  pure feed-forward to the bit while tracking; PD alone == ``Kp e + Kd ė``; the trajectory source == the
   trajectory's efforts + the PD terms;
 * a batch == a loop over single states (1e-12), for every law, tracking and holding mixed;
 * gains validation, the effort clamp and its counters, the hold position, the stale-state rule;
@@ -78,18 +79,23 @@ def test_computed_torque_is_pinocchio_rnea_at_the_commanded_acceleration(model: 
     assert s.kp is not None and s.kd is not None
     tau = law.torque(q, qd, TrajectorySample(q_d, qd_d, qdd_d), np.ones(COUNT, bool), s)
     v = qdd_d + s.kp * (q_d - q) + s.kd * (qd_d - qd)  # the commanded acceleration, by hand
-    expected = np.array([pin.rnea(pmodel, data, a, b, c) for a, b, c in zip(q, qd, v, strict=True)])
-    expected += friction_torques(model, qd, smooth=True)  # friction at the measured velocity
+    rigid = np.array([pin.rnea(pmodel, data, a, b, c) for a, b, c in zip(q, qd, v, strict=True)])
+    expected = rigid + friction_torques(model, qd_d, smooth=True)  # friction at the desired velocity
     scale = max(1.0, float(np.abs(expected).max()))
     assert np.abs(tau - expected).max() / scale < 1e-9
     for k in range(5):  # one state at a time (the traced scalar path)
         one = law.torque(q[k], qd[k], TrajectorySample(q_d[k], qd_d[k], qdd_d[k]), True, s)
         assert np.abs(one - expected[k]).max() / scale < 1e-9
-    # holding: the same law with the hold position at rest (q_d, 0, 0)
+    measured = replace(s, friction_velocity="measured")  # friction at the measured velocity
+    tau = law.torque(q, qd, TrajectorySample(q_d, qd_d, qdd_d), np.ones(COUNT, bool), measured)
+    assert np.abs(tau - (rigid + friction_torques(model, qd, smooth=True))).max() / scale < 1e-9
+    # holding: the same law with the hold position at rest (q_d, 0, 0): no friction compensation at rest
     zeros = np.zeros_like(q)
     held = law.torque(q, qd, TrajectorySample(q_d, zeros, zeros), np.zeros(COUNT, bool), s)
     v = s.kp * (q_d - q) - s.kd * qd
     expected = np.array([pin.rnea(pmodel, data, a, b, c) for a, b, c in zip(q, qd, v, strict=True)])
+    np.testing.assert_allclose(held, expected, rtol=0, atol=1e-9 * scale)
+    held = law.torque(q, qd, TrajectorySample(q_d, zeros, zeros), np.zeros(COUNT, bool), measured)
     np.testing.assert_allclose(held, expected + friction_torques(model, qd, smooth=True), rtol=0, atol=1e-9 * scale)
 
 
@@ -106,11 +112,16 @@ def test_pd_feedforward_is_the_feedforward_plus_the_pd_terms_by_hand() -> None:
         pd = np.array([[s.kp[j] * (q_d[k, j] - q[k, j]) + s.kd[j] * (qd_d[k, j] - qd[k, j]) for j in range(6)]
                        for k in range(COUNT)])  # fmt: skip
         np.testing.assert_allclose(tau, tau_ff + pd, rtol=1e-14, atol=1e-12)
-    # holding: gravity + friction at the measured state plus PD towards the hold position at rest
+    # holding: gravity (+ friction at the measured velocity only when asked) plus PD towards the hold
+    # position at rest
     zeros = np.zeros_like(q)
-    held = law.torque(q, qd, TrajectorySample(q_d, zeros, zeros), np.zeros(COUNT, bool), s)
-    expected = rd.gravity_torques(PUMA, q) + friction_torques(PUMA, qd, smooth=True) + s.kp * (q_d - q) - s.kd * qd
-    np.testing.assert_allclose(held, expected, rtol=0, atol=1e-9)
+    for friction_velocity in ("desired", "measured"):
+        s = replace(s, friction_velocity=friction_velocity)
+        held = law.torque(q, qd, TrajectorySample(q_d, zeros, zeros), np.zeros(COUNT, bool), s)
+        expected = rd.gravity_torques(PUMA, q) + s.kp * (q_d - q) - s.kd * qd
+        if friction_velocity == "measured":
+            expected += friction_torques(PUMA, qd, smooth=True)
+        np.testing.assert_allclose(held, expected, rtol=0, atol=1e-9)
 
 
 def test_pd_is_the_pd_terms_alone_and_holds_without_a_model() -> None:
@@ -144,7 +155,7 @@ def test_the_trajectory_source_takes_the_trajectorys_efforts() -> None:
     tau = law.torque(q, qd, TrajectorySample(q_d, qd_d, qdd_d, planned), tracking, s)
     pd = s.kp * (q_d - q) + s.kd * (qd_d - qd)
     model = ff.tracking(q_d, qd_d, qdd_d, True, True) + pd
-    held = ff.holding(q, qd, True, True) + pd
+    held = ff.holding(q, qd_d, True, True) + pd  # holding rows: friction at their desired velocity
     given = tracking & np.isfinite(planned).all(axis=1)
     expected = np.where(given[:, None], planned + pd, np.where(tracking[:, None], model, held))
     np.testing.assert_allclose(tau, expected, rtol=1e-12, atol=1e-9)
@@ -166,8 +177,8 @@ def test_zero_gains_are_the_pure_feedforward_to_the_bit() -> None:
         for k in range(20):
             np.testing.assert_array_equal(law.torque(q[k], qd[k], desired_k(desired, k), True, s),
                                           ff.tracking(q_d[k], qd_d[k], qdd_d[k], True, True))  # fmt: skip
-            np.testing.assert_array_equal(
-                law.torque(q[k], qd[k], desired_k(desired, k), False, s), ff.holding(q[k], qd[k], True, True)
+            np.testing.assert_array_equal(  # holding: no friction compensation at rest (friction_velocity desired)
+                law.torque(q[k], qd[k], rest_k(desired, k), False, s), ff.holding(q[k], np.zeros(6), True, True)
             )
         np.testing.assert_array_equal(
             law.torque(q, qd, desired, np.ones(20, bool), s), ff.tracking(q_d, qd_d, qdd_d, True, True)
@@ -176,6 +187,11 @@ def test_zero_gains_are_the_pure_feedforward_to_the_bit() -> None:
 
 def desired_k(d: TrajectorySample, k: int) -> TrajectorySample:
     return TrajectorySample(d.positions[k], d.velocities[k], d.accelerations[k])
+
+
+def rest_k(d: TrajectorySample, k: int) -> TrajectorySample:
+    """The hold at the desired position of sample ``k``: at rest."""
+    return TrajectorySample(d.positions[k], np.zeros_like(d.velocities[k]), np.zeros_like(d.accelerations[k]))
 
 
 @pytest.mark.parametrize("law_name", ["feedforward", "pd", "pd_feedforward", "computed_torque"])
@@ -314,9 +330,13 @@ def test_control_batch_is_the_controller_one_state_at_a_time() -> None:
     received = stamps + 300_000
     q, qd = RNG.uniform(-1, 1, (2, stamps.size, n))
     trajs[0] = replace(trajs[0], efforts=RNG.uniform(-20, 20, (3, n)))  # a planner's efforts
-    cases = [(law, "model") for law in ("feedforward", "pd", "pd_feedforward", "computed_torque")]
-    for law_name, source in [*cases, ("pd_feedforward", "trajectory"), ("feedforward", "trajectory")]:
+    cases = [(law, "model", 0.0) for law in ("feedforward", "pd", "pd_feedforward", "computed_torque")]
+    cases += [("pd_feedforward", "trajectory", 0.0), ("feedforward", "trajectory", 0.0)]
+    cases += [(law, "model", 0.004) for law in ("pd_feedforward", "computed_torque")]  # delays: 4 ms and 6 ms
+    cases += [("pd_feedforward", "trajectory", 0.004)]
+    for law_name, source, delay in cases:
         s = settings(law_name, n, limit_efforts=False, feedforward_source=source)
+        s = replace(s, measurement_delay=delay, command_delay=1.5 * delay)
         law = ControlLaw(model)
         batch = control_batch(law, s, received, stamps, q, qd, trajs)
         assert batch.tracking.sum() > 20 and (~batch.tracking).sum() > 20
@@ -330,9 +350,53 @@ def test_control_batch_is_the_controller_one_state_at_a_time() -> None:
                 tr = pending.pop(0)
                 with contextlib.suppress(StateError):  # refused: it ends before it was received
                     schedule.submit(tr.sampler(model.joint_names), tr.stamp, tr.timestamp)
-            desired, finished = schedule.step(int(stamps[k]), q[k], qd[k])
-            ended = schedule.ended if finished else None
-            tau, q_d, qd_d = controller.command(int(received[k]), q[k], qd[k], desired, ended)
+            tau, q_d, qd_d, _ = controller.step(schedule, int(stamps[k]), int(received[k]), q[k], qd[k])
             np.testing.assert_allclose(batch.effort[k], tau, rtol=1e-12, atol=1e-10, err_msg=f"{law_name} {k}")
             np.testing.assert_allclose(batch.position[k], q_d, rtol=0, atol=1e-12)
             np.testing.assert_allclose(batch.velocity[k], qd_d, rtol=0, atol=1e-12)
+
+
+def test_delays_compare_the_measurement_with_the_desired_state_of_its_time() -> None:
+    """``measurement_delay``: an arm that tracks perfectly, measured ``L_m`` late, shows no error (without
+    the delay the PD reads ``qd L_m`` as one); ``command_delay``: the feed-forward (and computed torque's
+    ``qdd_d``) at ``t + L_c``; outside the trajectory its ends at rest; activation follows the stamps."""
+    from robot_dynamics.feedforward import TrajectorySchedule
+    from robot_dynamics.trajectory import JointTrajectorySampler
+
+    model, n = PUMA, 6
+    times = np.linspace(0.0, 1.0, 6)
+    sampler = JointTrajectorySampler(times, RNG.uniform(-1, 1, (6, n)), RNG.uniform(-1, 1, (6, n)))
+    L_m, L_c = 0.002, 0.003
+    start = 5 * 10**9
+    for law_name in ("pd_feedforward", "computed_torque"):
+        s = replace(settings(law_name, n), measurement_delay=L_m, command_delay=L_c)
+        law = ControlLaw(model)
+        schedule, controller = TrajectorySchedule(), Controller(law, s)
+        schedule.submit(sampler, start, start - 1)
+        for t in (0.0, 0.0015, 0.4, 0.9995, 1.0):
+            stamp = start + round(t * 1e9)
+            measured = sampler.sample(t - L_m)  # a perfect arm, measured L_m late (at rest before its start)
+            tau, q_d, qd_d, finished = controller.step(schedule, stamp, stamp, measured.positions, measured.velocities)
+            assert not finished
+            np.testing.assert_allclose(q_d, measured.positions, rtol=0, atol=1e-12)  # compared like with like
+            np.testing.assert_allclose(qd_d, measured.velocities, rtol=0, atol=1e-12)
+            ahead = sampler.sample(t + L_c)
+            if law_name == "pd_feedforward":  # tau_ff at t + L_c and no feedback
+                expected = law.feedforward.tracking(ahead.positions, ahead.velocities, ahead.accelerations, True, True)
+            else:  # NE at the measured state with qdd_d(t + L_c), friction at qd_d(t + L_c)
+                expected = law.feedforward.torque(
+                    measured.positions, measured.velocities, ahead.accelerations, True, True, ahead.velocities
+                )
+            np.testing.assert_allclose(tau, expected, rtol=1e-12, atol=1e-10)
+        # the same arm without the delay compensation: the PD term pushes against the lag
+        plain = Controller(law, replace(s, measurement_delay=0.0, command_delay=0.0))
+        schedule = TrajectorySchedule()
+        schedule.submit(sampler, start, start - 1)
+        t = 0.4
+        measured = sampler.sample(t - L_m)
+        tau, q_d, _, _ = plain.step(schedule, start + round(t * 1e9), 0, measured.positions, measured.velocities)
+        assert np.abs(q_d - measured.positions).max() > 1e-4
+    # after the end: the hold at the last point, as without delays
+    stamp = start + 1_000_000_001
+    _, q_d, qd_d, finished = controller.step(schedule, stamp, stamp, sampler.positions[-1], np.zeros(n))
+    assert finished and np.array_equal(q_d, sampler.positions[-1]) and not qd_d.any()

@@ -105,8 +105,9 @@ def test_pd_and_computed_torque_over_dds_and_zero_gains_are_todays_torques(
             out.append((stamp, q, qd, talk.torque(q, qd, stamp)))
         return out
 
-    # zero gains: today's feed-forward, to the bit (holding at the measured state, tracking the desired)
-    for stamp, q, qd, msg in run(0):
+    # zero gains: today's feed-forward while tracking, to the bit; holding: gravity, the friction compensated at
+    # the hold's desired velocity (zero), not at the measured one
+    for stamp, q, _qd, msg in run(0):
         t = (stamp - start) * 1e-9
         if 0.0 <= t <= 1.0:
             d = reference.sample(t)
@@ -114,7 +115,7 @@ def test_pd_and_computed_torque_over_dds_and_zero_gains_are_todays_torques(
                 msg.effort, ff.tracking(d.positions, d.velocities, d.accelerations, True, True)
             )
         else:
-            np.testing.assert_array_equal(msg.effort, ff.holding(q, qd, True, True))
+            np.testing.assert_array_equal(msg.effort, ff.holding(q, ZEROS, True, True))
     # gains at run time, as a ROS user writes them: integers, one per joint
     kp, kd = [400, 300, 200, 50, 50, 20], [40, 30, 20, 5, 5, 2]
     send_parameters(talk.client, f"{ns}/feedforward_node", kp=kp, kd=kd)
@@ -129,7 +130,7 @@ def test_pd_and_computed_torque_over_dds_and_zero_gains_are_todays_torques(
         today = (
             ff.tracking(d.positions, d.velocities, d.accelerations, True, True)
             if tracking
-            else ff.holding(q, qd, True, True)
+            else ff.holding(q, ZEROS, True, True)
         )
         np.testing.assert_allclose(msg.effort, expected, rtol=0, atol=1e-12)
         np.testing.assert_allclose(msg.effort, today + pd, rtol=0, atol=1e-9)
@@ -142,6 +143,34 @@ def test_pd_and_computed_torque_over_dds_and_zero_gains_are_todays_torques(
     goal = TrajectorySample(q_pts[-1], ZEROS, ZEROS)  # a new law: the hold begins at the measured position
     np.testing.assert_allclose(msg.effort, law.torque(q, qd, TrajectorySample(q, ZEROS, ZEROS), False, s), atol=1e-12)
     assert not np.allclose(msg.effort, law.torque(q, qd, goal, False, s))
+
+
+def test_delays_over_dds_and_bad_values_refused(context: Any, ros: tuple[Spinner, str]) -> None:
+    """``measurement_delay``/``command_delay`` at run time: the published desired state is the one of the
+    measurement's time, the torque the law with both references; negative or non-numbers refused."""
+    spinner, ns = ros
+    kp, kd = [400.0, 300.0, 200.0, 50.0, 50.0, 20.0], [40.0, 30.0, 20.0, 5.0, 5.0, 2.0]
+    node = start_feedforward(context, spinner, ns, control_law="pd_feedforward", kp=kp, kd=kd)
+    talk = Talk(context, spinner, ns)
+    send_parameters(talk.client, f"{ns}/feedforward_node", measurement_delay=0.002, command_delay=0.003)
+    times = [0.0, 0.5, 1.0]
+    q_pts, qd_pts, qdd_pts = RNG.normal(size=(3, 3, 6))
+    reference = JointTrajectorySampler(times, q_pts, qd_pts, qdd_pts)
+    start = talk.client.get_clock().now().nanoseconds + 10**9
+    talk.traj.publish(trajectory_msg(times, q_pts, qd_pts, qdd_pts, start))
+    wait_until(lambda: node.pending is not None, "the trajectory")
+    law = ControlLaw(PUMA)
+    s = ControlSettings(law="pd_feedforward", kp=np.array(kp), kd=np.array(kd))
+    for t in (0.1, 0.55):
+        q, qd = RNG.uniform(-1, 1, (2, 6))
+        msg = talk.torque(q, qd, start + round(t * 1e9))
+        behind, ahead = reference.sample(t - 0.002), reference.sample(t + 0.003)
+        np.testing.assert_allclose(msg.position, behind.positions, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(msg.effort, law.torque(q, qd, ahead, True, s, behind), rtol=0, atol=1e-9)
+    name = f"{ns}/feedforward_node"
+    assert "measurement_delay" in refused(talk.client, name, measurement_delay=-0.001)
+    assert "Wrong parameter type" in refused(talk.client, name, command_delay="soon")  # rclpy: a double
+    assert node.control.settings.measurement_delay == 0.002 and node.control.settings.command_delay == 0.003
 
 
 def test_the_trajectory_source_and_pd_over_dds(context: Any, ros: tuple[Spinner, str]) -> None:

@@ -131,8 +131,7 @@ def run_plant(
         if k == steps:
             break
         now = k * period_ns
-        desired, finished = schedule.step(now, q[k], qd[k])
-        tau, q_desired[k], _ = controller.command(now, q[k], qd[k], desired, schedule.ended if finished else None)
+        tau, q_desired[k], _, _ = controller.step(schedule, now, now, q[k], qd[k])
         plant.external_wrench = wrenches[k]
         plant.step(tau)
         effort[k + 1] = plant.effort

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from robot_dynamics.control import (
 from robot_dynamics.feedforward import FeedforwardLaw
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.ros.messages import StartupError
+from robot_dynamics.ros.parameters import check_non_negative
 from robot_dynamics.ros.robot_node import ParameterCheck, RobotNode, check_bool, check_choice
 from robot_dynamics.trajectory import JointTrajectorySampler
 
@@ -105,6 +107,18 @@ class ControlParameters:
             check_timeout,
             self._set_state_timeout,
         )
+        for name, what in (
+            ("measurement_delay", "age of a joint state's measurement at its stamp (the driver's latency), s"),
+            ("command_delay", "time from a command to its action at the joints, s"),
+        ):
+            node.declare_dynamic(
+                name,
+                0.0,
+                f"{what}: the feedback compares the measurement with the desired state of its time, the "
+                "feed-forward anticipates the command's (0 = none)",
+                check_non_negative("s"),
+                partial(self._set_delay, name),
+            )
         node.declare_dynamic(
             "stale_action",
             "zero",
@@ -119,6 +133,9 @@ class ControlParameters:
         self.settings = replace(self.settings, **changes)
         if self.controller is not None:
             self.controller.settings = self.settings
+
+    def _set_delay(self, name: str, value: float) -> None:
+        self.update(**{name: float(value)})
 
     def _set_law(self, value: str) -> None:
         if value != self.settings.law and self.controller is not None:

@@ -267,11 +267,11 @@ class FeedforwardNode(RobotNode):
         self, controller: Controller, stamp: int, now: int, q: FloatArray, qd: FloatArray
     ) -> tuple[FloatArray, FloatArray, FloatArray]:
         """The control law at a joint state: the trajectory step, then ``(tau, q_d, qd_d)``."""
-        desired, finished = self.schedule.step(stamp, q, qd)
+        tau, q_d, qd_d, finished = controller.step(self.schedule, stamp, now, q, qd)
         if finished:
             self.trajectories_finished += 1
             self.get_logger().info("trajectory finished; holding (gravity + friction compensation)")
-        return controller.command(now, q, qd, desired, self.schedule.ended if finished else None)
+        return tau, q_d, qd_d
 
     def _publish(self, stamp: int, q_out: FloatArray, qd_out: FloatArray, tau: FloatArray) -> bool:
         """Both outputs (those with a subscriber); whether anything was written."""
