@@ -81,6 +81,39 @@ def test_exact_for_any_sample_spacing_when_the_assumptions_hold() -> None:
         assert np.max(np.abs(one[:, 0] - expected)) <= 1e-12
 
 
+def test_a_torque_held_over_each_step_is_exact_with_step_timing() -> None:
+    """A simulator publishes with each state the torque it held over the step into it (the first state: no
+    torque yet). One joint without gravity, a torque held per step and a constant external torque: with
+    ``effort_timing="step"`` (3) is exact at any spacing, batch and one sample at a time; taken as samples,
+    the trapezoid mixes the previous step's torque into each interval (and the first state's zero into the
+    first): an error that grows with the torque's change per step."""
+    model = one_axis(g=0.0)
+    prepare(model, "python")
+    D = float(inertia_matrix_of(model))
+    rng = np.random.default_rng(7)
+    dt = rng.uniform(0.0005, 0.03, 200)
+    t = np.concatenate([[0.0], np.cumsum(dt)])
+    held = 2.0 * np.sin(9.0 * t[:-1]) + rng.normal(0.0, 0.5, dt.size)  # T_k over [t_k, t_k+1]: a PD loop's
+    tau_ext = -0.6
+    acc = (held + tau_ext) / D
+    qd = np.concatenate([[0.3], 0.3 + np.cumsum(acc * dt)])
+    q = np.concatenate([[0.1], 0.1 + np.cumsum(qd[:-1] * dt + acc * dt**2 / 2)])
+    effort = np.concatenate([[0.0], held])  # as the simulator publishes it
+    for gain in (5.0, 50.0):
+        expected = tau_ext * (1.0 - np.exp(-gain * t))
+        args = (model, t, q[:, None], qd[:, None], effort[:, None], gain)
+        run = observe(*args, friction=False, effort_timing="step")
+        assert np.max(np.abs(run.r[:, 0] - expected)) <= 1e-12
+        one = steps(*args, friction=False, effort_timing="step")
+        assert np.max(np.abs(one[:, 0] - expected)) <= 1e-12
+        sampled = observe(*args, friction=False)
+        assert np.max(np.abs(sampled.r[:, 0] - expected)) > 0.05
+    with pytest.raises(StateError, match="effort timing must be one of"):
+        observe(model, t, q[:, None], qd[:, None], effort[:, None], 5.0, effort_timing="held")
+    with pytest.raises(StateError, match="effort timing must be one of"):
+        MomentumObserver(model, 5.0, effort_timing="held")
+
+
 def inertia_matrix_of(model):  # type: ignore[no-untyped-def]
     from robot_dynamics.dynamics import inertia_matrix
 
@@ -123,9 +156,9 @@ def test_converges_to_a_step_of_external_torque_as_the_first_order_closed_form(
 
 def test_batch_equals_one_sample_at_a_time(puma_step_push: tuple[np.ndarray, ...]) -> None:
     t, q, qd, tau_m = puma_step_push
-    for friction, smooth in ((False, True), (True, True), (True, False)):
-        run = observe(PUMA, t, q, qd, tau_m, 50.0, friction=friction, smooth=smooth)
-        one = steps(PUMA, t, q, qd, tau_m, 50.0, friction=friction, smooth=smooth)
+    for friction, smooth, timing in ((False, True, "sampled"), (True, True, "sampled"), (True, False, "step")):
+        run = observe(PUMA, t, q, qd, tau_m, 50.0, friction=friction, smooth=smooth, effort_timing=timing)
+        one = steps(PUMA, t, q, qd, tau_m, 50.0, friction=friction, smooth=smooth, effort_timing=timing)
         assert np.max(np.abs(run.r - one)) <= 1e-12 * max(1.0, np.abs(one).max())
     # irregular times, a 7-joint URDF arm, arbitrary (non-physical) samples
     panda = load_robot(

@@ -6,7 +6,9 @@ For the ``sensor_msgs/JointState`` stream of a bag (read and matched to the mode
 
 * the generalized-momentum observer's residual ``r`` (the external joint torque estimate) at every
   sample, all at once (:func:`robot_dynamics.dynamics.momentum_observer.observe`, the contact node's
-  observer in batch form: feeding the bag to the node gives the same ``r``);
+  observer in batch form: feeding the bag to the node gives the same ``r``), with the efforts taken as
+  samples at their states or as the torque held over the step into each state (``effort_timing``: a
+  simulator's; ``auto`` fits both and keeps the one with the smaller residual RMS);
 * the collision events of per-joint thresholds with hysteresis (:mod:`robot_dynamics.contact`, the
   node's detector): when each joint entered and left collision; with reversal allowances the
   thresholds grow near each joint's velocity reversals (the reversal weights ``z`` of every sample);
@@ -38,7 +40,13 @@ from robot_dynamics.contact import (
     reversal_weights,
     transitions,
 )
-from robot_dynamics.dynamics.momentum_observer import ObserverRun, observe, observer_gain
+from robot_dynamics.dynamics.momentum_observer import (
+    EFFORT_TIMINGS,
+    ObserverRun,
+    check_effort_timing,
+    observe,
+    observer_gain,
+)
 from robot_dynamics.errors import StateError
 from robot_dynamics.model import FloatArray, RobotModel
 
@@ -135,8 +143,11 @@ def analyse(
     smooth: bool = True,
     bag: str = "",
     bag_names: tuple[str, ...] = (),
+    effort_timing: str = "sampled",
 ) -> ContactAnalysis:
-    """The observer and the events over ``series`` (in the model's joint order; module docstring)."""
+    """The observer and the events over ``series`` (in the model's joint order; module docstring).
+    ``effort_timing``: ``sampled``, ``step`` or ``auto`` (both observed, the smaller RMS of ``r`` over all
+    joints kept; its RMS per timing in ``settings["effort_timing_rms"]``)."""
     if series.names != tuple(model.joint_names):
         raise ContactError(f"joint states are in order {list(series.names)}, the model's is {model.joint_names}")
     try:
@@ -144,6 +155,7 @@ def analyse(
         th = None if thresholds is None else check_thresholds(thresholds, model.dof)
         extra = None if reversal_thresholds is None else check_reversal(reversal_thresholds, model.dof, "reversal")
         band = check_reversal(reversal_velocity, model.dof, "reversal velocity")
+        timings = EFFORT_TIMINGS if effort_timing == "auto" else (check_effort_timing(effort_timing),)
     except StateError as exc:
         raise ContactError(str(exc)) from None
     if series.effort is None:
@@ -159,9 +171,23 @@ def analyse(
         )
     stamps = base[good]
     t = (stamps - stamps[0]).astype(np.float64) * 1e-9
-    run = observe(
-        model, t, series.position[good], series.velocity[good], series.effort[good], k, friction=friction, smooth=smooth
-    )
+    runs = {
+        timing: observe(
+            model,
+            t,
+            series.position[good],
+            series.velocity[good],
+            series.effort[good],
+            k,
+            friction=friction,
+            smooth=smooth,
+            effort_timing=timing,
+        )
+        for timing in timings
+    }
+    rms = {timing: float(np.sqrt(np.mean(r.r**2))) for timing, r in runs.items()}
+    timing = min(rms, key=rms.__getitem__)
+    run = runs[timing]
     weights = reversal_weights(run.t, series.velocity[good], k, band)
     events = transitions(run.t, run.r, th, clear_ratio, extra, weights) if th is not None else []
     return ContactAnalysis(
@@ -183,6 +209,8 @@ def analyse(
             "friction": ("smooth" if smooth else "exact") if friction else "off",
             "gain": k.tolist(),
             "reversal_velocity": band.tolist(),
+            "effort_timing": timing,
+            "effort_timing_rms": rms,
         },
     )
 
@@ -207,9 +235,11 @@ def parameter_file(
     note: str,
     reversal_thresholds: FloatArray | None = None,
     reversal_velocity: FloatArray | None = None,
+    effort_timing: str = "sampled",
 ) -> str:
     """A ROS 2 parameter file of the contact node: ``thresholds`` (and ``reversal_thresholds``, rounded
-    up to 4 digits), with the gain, clear ratio and reversal velocity they were measured for."""
+    up to 4 digits), with the gain, clear ratio, reversal velocity and effort timing they were measured
+    for."""
     reversal = ""
     if reversal_thresholds is not None and reversal_velocity is not None:
         reversal = (
@@ -218,13 +248,15 @@ def parameter_file(
         )
     return (
         f"# {note}\n"
-        "# The thresholds hold for this observer gain, friction model and reversal velocity: change them together.\n"
+        "# The thresholds hold for this observer gain, friction model, reversal velocity and effort timing: change "
+        "them together.\n"
         "/**/contact_node:\n"
         "  ros__parameters:\n"
         f"    observer_gain: [{_doubles(gain)}]\n"
         f"    thresholds: [{_doubles(thresholds)}]\n"
         f"{reversal}"
         f"    clear_ratio: {_double(float(clear_ratio))}\n"
+        f"    effort_timing: {check_effort_timing(effort_timing)}\n"
     )
 
 

@@ -51,6 +51,14 @@ def register(sub: Any) -> None:
         default="smooth",
         help="the observer's friction b(qd): smooth (as the node), exact sign(qd), or off (default: %(default)s)",
     )
+    p.add_argument(
+        "--effort-timing",
+        choices=("sampled", "step", "auto"),
+        default="sampled",
+        help="the efforts are samples of the joint torque at their states (a drive's, a torque sensor's), or the "
+        "torque held over the step into each state (step: a simulator's, this package's simulator_node); auto: "
+        "both, the smaller residual kept and written with --calibrate (default: %(default)s)",
+    )
     what = p.add_mutually_exclusive_group()
     what.add_argument(
         "--thresholds", nargs="+", metavar="T", help="collision thresholds, N·m (N): one, or one per joint"
@@ -174,6 +182,7 @@ def run_contact(args: argparse.Namespace) -> int:
         smooth=args.friction_model == "smooth",
         bag=str(args.bag),
         bag_names=inputs.names,
+        effort_timing=args.effort_timing,
     )
     calibrated, allowance = None, None
     if args.calibrate and band.any():
@@ -189,6 +198,10 @@ def run_contact(args: argparse.Namespace) -> int:
         f"friction {analysis.settings['friction']}; r = external joint torque [N·m]",
         file=log,
     )
+    timing_rms = analysis.settings["effort_timing_rms"]
+    if len(timing_rms) > 1:
+        scores = ", ".join(f"{k} {v:.4g}" for k, v in timing_rms.items())
+        print(f"effort timing {analysis.settings['effort_timing']}, chosen by RMS r ({scores})", file=log)
     print(_table(analysis, calibrated, allowance), file=log)
     for e in analysis.events:
         kind = "collision" if e.raised else "cleared  "
@@ -205,7 +218,13 @@ def run_contact(args: argparse.Namespace) -> int:
             f"({analysis.count} joint states of free motion): {margin:g} x {what} per joint"
         )
         text = parameter_file(
-            calibrated, analysis.run.gain, clear_ratio, note, allowance, None if allowance is None else band
+            calibrated,
+            analysis.run.gain,
+            clear_ratio,
+            note,
+            allowance,
+            None if allowance is None else band,
+            analysis.settings["effort_timing"],
         )
         if args.params:
             _write(args.params, text)

@@ -31,6 +31,16 @@ sample spacing, slow (30 Hz) or irregular; otherwise its errors are second order
 ``O(dt^2 beta'')``, and ``K dt^2 dtau_ext/dt / 12`` once settled when ``tau_ext`` changes within an
 interval (the interval holds its mean).
 
+**Effort timing.** (3) takes the measured torque as a *sample* at each state, like the other terms of
+``beta``: a drive's current-based torque, a link-side torque sensor (``effort_timing="sampled"``). A
+simulator (this package's ``simulator_node``, Gazebo's effort interface) instead publishes with each state
+the torque it *held over the step into it*: over ``[t_k, t_{k+1}]`` the torque is ``tau_{k+1}``, exactly,
+and the trapezoid's half of the previous step's torque is an error of ``dt dtau/dt / 2`` in the interval's
+``tau_ext`` — with a PD loop's torque, the largest term of ``r`` in free motion. ``effort_timing="step"``
+integrates it as held: (3) with ``tau_m`` of both ends replaced by ``tau_{k+1}``. The first sample's
+effort then belongs to a step before the recording and is not used (a simulator's first state reports
+no torque yet: sampled, that zero would show as an external torque of ``c(q) / 2`` at start-up).
+
 **Friction** ``b``: the model's friction at ``qd``, from :func:`~.inverse.inverse_dynamics` at
 ``qdd = 0``, which gives ``h + c + b`` (so ``beta = tau_m + dD/dt qd - (h + c + b)``: one Newton–Euler
 call; ``p`` and ``dD/dt qd`` come from one more, :mod:`.momentum`). Viscous, Coulomb, Stribeck and
@@ -63,6 +73,15 @@ from .observer_step import observer_drive
 
 #: States per engine call in :func:`observe` (bounds the memory of the engine's intermediate arrays).
 CHUNK = 8192
+#: How a recording's efforts relate to its states (module docstring, "Effort timing").
+EFFORT_TIMINGS = ("sampled", "step")
+
+
+def check_effort_timing(value: object) -> str:
+    """``value`` if it is one of :data:`EFFORT_TIMINGS`; StateError otherwise."""
+    if value not in EFFORT_TIMINGS:
+        raise StateError(f"effort timing must be one of {list(EFFORT_TIMINGS)}, got {value!r}")
+    return str(value)
 
 
 def observer_gain(gain: ArrayLike, n: int, what: str = "gain") -> FloatArray:
@@ -195,12 +214,15 @@ def observe(
     friction: bool = True,
     smooth: bool = True,
     backend: str | None = None,
+    effort_timing: str = "sampled",
 ) -> ObserverRun:
     """The observer (3) over a whole recording: states ``(N, n)`` at strictly increasing times ``t`` (s).
 
-    ``tau_m`` is the measured joint torque (N·m or N). Vectorised over the samples (engine calls in
+    ``tau_m`` is the measured joint torque (N·m or N), a sample at each state or, ``effort_timing="step"``,
+    the torque held over the step into it (module docstring). Vectorised over the samples (engine calls in
     chunks of :data:`CHUNK` states, the recurrence by :func:`scan_recurrence`).
     """
+    held = check_effort_timing(effort_timing) == "step"
     n = model.dof
     arrays = [np.asarray(x, dtype=np.float64) for x in (q, qd, tau_m)]
     for name, x in zip(("q", "qd", "tau_m"), arrays, strict=True):
@@ -222,7 +244,8 @@ def observe(
         beta[rows] = _rate(model, terms, Q[rows], QD[rows], TAU[rows], friction, smooth, backend)
     if count == 0:
         return ObserverRun(times, np.zeros((0, n)), p, beta, k)
-    a, u = transition(k, np.diff(times)[:, None], np.diff(p, axis=0), beta[:-1], beta[1:])
+    start = beta[:-1] + (TAU[1:] - TAU[:-1]) if held else beta[:-1]  # held: the step's torque at both ends
+    a, u = transition(k, np.diff(times)[:, None], np.diff(p, axis=0), start, beta[1:])
     r = scan_recurrence(a, u, np.zeros(n))
     return ObserverRun(times, r, p, beta, k)
 
@@ -243,9 +266,18 @@ class MomentumObserver:
     :func:`momentum_terms`, the inverse dynamics and :func:`drive`.
     """
 
-    def __init__(self, model: RobotModel, gain: ArrayLike, *, friction: bool = True, smooth: bool = True) -> None:
+    def __init__(
+        self,
+        model: RobotModel,
+        gain: ArrayLike,
+        *,
+        friction: bool = True,
+        smooth: bool = True,
+        effort_timing: str = "sampled",
+    ) -> None:
         self.gain = observer_gain(gain, model.dof)
         self.friction, self.smooth = friction, smooth
+        self.effort_timing = check_effort_timing(effort_timing)  # may change between samples
         self.samples = 0
         self._last: tuple[float, FloatArray, FloatArray, FloatArray] | None = None
         self._decay: tuple[int, FloatArray, FloatArray, FloatArray] | None = None  # dt in ns, gain, a, coef
@@ -300,9 +332,13 @@ class MomentumObserver:
         if last is not None and not t > last[0]:
             raise StateError(f"t: sample time {t!r} s does not follow the previous one ({last[0]!r} s)")
         qa, qda = np.array(q, dtype=np.float64), np.array(qd, dtype=np.float64)
+        prev = self._state
         if last is None:
             a, coef, dt = None, self._first, 0.0
         else:
+            if self.effort_timing == "step":  # the interval's torque is this sample's, at both ends of (3)
+                prev = prev.copy()
+                prev[n : 2 * n] += tau - last[3]
             dt = t - last[0]
             cached, key = self._decay, round(dt * 1e9)
             if cached is None or cached[0] != key or cached[1] is not self.gain:  # a fixed rate: computed once
@@ -310,12 +346,12 @@ class MomentumObserver:
                 cached = self._decay = (key, self.gain, a, np.concatenate([a, w, [0.5 * dt]]))
             a, coef = cached[2], cached[3]
             coef[-1] = 0.5 * dt  # the exact interval (the cache is keyed to the nanosecond)
-        state = single(self.model, self._kernels, None, self._key, qa, qda, tau, self._state, coef)
+        state = single(self.model, self._kernels, None, self._key, qa, qda, tau, prev, coef)
         if state is None:  # not compiled (or a state the compiled call does not take): the same by parts
             p, beta = self._terms(qa, qda, tau)  # validates q, qd; nothing is changed before this succeeds
-            r = self._state[2 * n :]
+            r = prev[2 * n :]
             if a is not None:
-                r = a * r + drive(coef[n : 2 * n], dt, p - self._state[:n], self._state[n : 2 * n], beta)  # (3)
+                r = a * r + drive(coef[n : 2 * n], dt, p - prev[:n], prev[n : 2 * n], beta)  # (3)
             state = np.concatenate([p, beta, r])
         self._state = state
         self.decay = a
@@ -330,8 +366,10 @@ class MomentumObserver:
 
 __all__ = [
     "CHUNK",
+    "EFFORT_TIMINGS",
     "MomentumObserver",
     "ObserverRun",
+    "check_effort_timing",
     "decay",
     "drive",
     "generalized_momentum",

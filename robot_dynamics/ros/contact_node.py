@@ -146,6 +146,7 @@ class ContactNode(RobotNode):
         friction, smooth = bool(s["friction"]), bool(s["smooth_friction"])
         if (observer.friction, observer.smooth) != (friction, smooth):  # beta of the last sample anew: no jump
             observer.set_model(observer.model, friction=friction, smooth=smooth)
+        observer.effort_timing = str(s["effort_timing"])
         thresholds, ratio = s["thresholds"], float(s["clear_ratio"])
         extra = check_reversal(numbers(s["reversal_thresholds"]), n, "reversal_thresholds")
         band = check_reversal(numbers(s["reversal_velocity"]), n, "reversal_velocity")

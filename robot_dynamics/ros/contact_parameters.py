@@ -19,7 +19,7 @@ from robot_dynamics.contact import (
     check_thresholds,
 )
 from robot_dynamics.dynamics.contact_wrench import DEFAULT_DAMPING, DEFAULT_FLOOR
-from robot_dynamics.dynamics.momentum_observer import observer_gain
+from robot_dynamics.dynamics.momentum_observer import EFFORT_TIMINGS, observer_gain
 from robot_dynamics.errors import StateError
 from robot_dynamics.ros.robot_node import check_bool, check_choice
 
@@ -68,6 +68,12 @@ DEFAULT_WRENCH_RATE = 100.0
 PARAMETERS: dict[str, tuple[Any, str, Any]] = {
     "friction": (True, "observer: the model's friction b(qd)", check_bool),
     "smooth_friction": (True, "observer: chatter-free (smooth) friction model", check_bool),
+    "effort_timing": (
+        "sampled",
+        "observer: joint_states effort is a sample of the joint torque at its state (sampled: a drive's, a torque "
+        "sensor's) or the torque held over the step into it (step: a simulator's, this package's simulator_node)",
+        check_choice(EFFORT_TIMINGS),
+    ),
     "clear_ratio": (
         DEFAULT_CLEAR_RATIO,
         "a joint leaves collision below clear_ratio x its threshold (hysteresis), 0 < clear_ratio <= 1",
