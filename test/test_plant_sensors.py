@@ -11,6 +11,8 @@ ideal profile = the bare plant, the model engine's physics substeps, and run_pla
 from __future__ import annotations
 
 import math
+import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -403,3 +405,21 @@ def test_run_plant_records_the_measured_and_the_true_signals(puma: RobotModel, t
     assert np.array_equal(measured.position, run.q) and np.array_equal(true.position, run.true_q)
     assert true.effort is not None and np.array_equal(true.effort, run.applied)
     assert np.array_equal(measured.stamps, true.stamps)
+
+
+@pytest.mark.parametrize("layout", ["sys.prefix", "AMENT_PREFIX_PATH"])
+def test_bundled_profiles_are_found_when_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    # an install puts config/sensors/*.yaml into share/robot_dynamics/config/sensors (setup.py data_files)
+    from robot_dynamics.plant import sensor_profile
+
+    prefix = tmp_path / "install"
+    shutil.copytree(sensor_profile.SOURCE_TREE_PROFILES, prefix / "share" / "robot_dynamics" / "config" / "sensors")
+    monkeypatch.setattr(sensor_profile, "SOURCE_TREE_PROFILES", tmp_path / "not-a-source-tree")
+    if layout == "sys.prefix":
+        monkeypatch.setattr(sys, "prefix", str(prefix))
+    else:
+        monkeypatch.setattr(sys, "prefix", str(tmp_path / "elsewhere"))
+        monkeypatch.setenv("AMENT_PREFIX_PATH", f"{tmp_path / 'other'}:{prefix}")
+    assert "franka" in bundled_profiles() and load_sensor_profile("franka").rate == 1000.0

@@ -191,7 +191,11 @@ class Plant(ABC):
         joints' torque reading is :attr:`effort`)."""
         applied = self.limit(tau)
         self._advance(applied, self.period if duration is None else float(duration))
+        self._stepped(applied)
+        return applied
+
+    def _stepped(self, applied: FloatArray) -> None:
+        """After a step that applied ``applied``: the count, the truth and the torque reading."""
         self.steps += 1
         self.applied = applied
         self.effort = applied if self.torque_sensing == "motor" else self._link_torque.copy()
-        return applied

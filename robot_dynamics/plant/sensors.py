@@ -15,8 +15,7 @@ step of duration ``T`` (one control period) from sample ``k`` to ``k + 1``:
    ``theta = G_j q`` (``G_j`` the gear ratio): the torque really applied over the period is
    ``tau_j = (1 + e_j) u_j (1 + a_j r_j)``, ``r_j`` the mean of ``sin(h_j theta + phi_j)`` over the
    period at the rotor's speed at its start: ``sin(h theta_0 + phi + h w T / 2) sinc(h w T / 2)``,
-   ``w = G qd_0``. The inner plant applies ``tau`` (the drive's limit was on ``u``; the inner plant's own
-   limits are lifted).
+   ``w = G qd_0``. The inner plant integrates ``tau`` as it is (the drive's limit was on ``u``).
 3. **Encoder**: ``q~ = D round((q + n_q) / D)``, ``D = 2 pi / (counts [* G])`` (link or motor side; no
    quantization for ``counts = 0``), ``n_q`` white with standard deviation ``sigma_q``.
 4. **Velocity** as drivers estimate it: ``x = (q~_k+1 - q~_k) / T`` through ``order`` first-order
@@ -88,20 +87,21 @@ class SensedPlant(Plant):
         self.sensors = profile.resolve(names)
         self.notes: tuple[str, ...] = (*getattr(inner, "notes", ()), *self.sensors.notes)
         super().__init__(model, inner.period, profile.torque_sensing)
-        self.engine = inner.engine
+        self.engine, self.payload = inner.engine, inner.payload
         if inner._cannot_read("link") is None:  # the truth's link-side torque (and the link reading)
             inner.torque_sensing = "link"
-        inner.effort_limit = np.full(model.dof, np.inf)  # the drive limits the command (self.limit)
         v, n = self.sensors.values, model.dof
         self.delay_m, self.delay_c = profile.measurement_delay, profile.command_delay
         self.gain = 1.0 + v["actuator.constant_error"]
         self.gear = v["gear_ratio"]
         self.ripple = v["actuator.ripple.amplitude"] if v["actuator.ripple.amplitude"].any() else None
-        self.harmonic, self.phase = v["actuator.ripple.order"], v["actuator.ripple.phase"]
+        self.rotor_harmonic = v["actuator.ripple.order"] * self.gear  # h G: ripple cycles per joint radian
+        self.phase = v["actuator.ripple.phase"]
         counts = v["encoder.counts_per_revolution"]
         per_rev = counts * (self.gear if profile.value("encoder.side") == "motor" else 1.0)
         self.resolution = np.divide(2.0 * np.pi, per_rev, out=np.zeros(n), where=per_rev > 0)
         self.quantized = self.resolution > 0.0
+        self.all_quantized, self.none_quantized = bool(self.quantized.all()), not self.quantized.any()
         self.position_noise = v["encoder.noise"] if v["encoder.noise"].any() else None
         self.difference = profile.value("velocity.estimator") == "difference"
         cutoff = float(profile.value("velocity.cutoff"))
@@ -167,7 +167,6 @@ class SensedPlant(Plant):
 
     def set_payload(self, payload: Payload, model: RobotModel) -> None:
         self.inner.set_payload(payload, model)
-        self.inner.effort_limit = np.full(model.dof, np.inf)
         self.payload, self.model = payload, model
 
     # -- reset and stepping -----------------------------------------------------------------------
@@ -196,12 +195,12 @@ class SensedPlant(Plant):
     def _encoder(self, q: FloatArray) -> FloatArray:
         if self.position_noise is not None:
             q = q + self.position_noise * self._noise["encoder.noise"].next()
-        if self.quantized.all():
+        if self.all_quantized:
             return np.round(q / self.resolution) * self.resolution
-        if self.quantized.any():
-            d = np.where(self.quantized, self.resolution, 1.0)
-            return np.where(self.quantized, np.round(q / d) * d, q)
-        return np.array(q, dtype=np.float64)
+        if self.none_quantized:
+            return np.array(q, dtype=np.float64)
+        d = np.where(self.quantized, self.resolution, 1.0)
+        return np.where(self.quantized, np.round(q / d) * d, q)
 
     def _delayed(self, command: FloatArray) -> FloatArray:
         if not self.delay_c:
@@ -217,20 +216,21 @@ class SensedPlant(Plant):
         """The torque really applied over the period (module docstring, 2)."""
         tau = self.gain * u
         if self.ripple is not None:
-            h = self.harmonic
-            half = 0.5 * h * self.gear * self.inner.qd * duration
-            angle = h * self.gear * self.inner.q + self.phase + half
-            tau = tau * (1.0 + self.ripple * np.sin(angle) * np.sinc(half / np.pi))
+            half = (0.5 * duration) * self.rotor_harmonic * self.inner.qd  # half the ripple angle swept
+            mean = np.sin(self.rotor_harmonic * self.inner.q + self.phase + half)
+            np.divide(mean * np.sin(half), half, out=mean, where=half != 0.0)  # sin(mid) sin(x) / x
+            tau = tau * (1.0 + self.ripple * mean)
         return tau
 
     def _advance(self, tau: FloatArray, duration: float) -> None:
-        self.inner.step(tau, duration)  # the inner plant's limits are lifted: tau as given
+        self.inner._advance(tau, duration)  # the drive limited the command: tau as given
+        self.inner._stepped(tau)
 
     def step(self, tau: FloatArray, duration: float | None = None) -> FloatArray:
         """Apply ``tau`` (limited, delayed, through the actuator) for ``duration`` s (default one period),
         measure; the torque really applied (the measured reading is :attr:`effort`)."""
         T = self.period if duration is None else float(duration)
-        u = self._delayed(self.limit(tau))
+        u = self._delayed(self.limit(tau)) if self.delay_c else self.limit(tau)
         applied = self._actuator(u, T)
         self._advance(applied, T)
         self.applied = applied
@@ -244,8 +244,7 @@ class SensedPlant(Plant):
             a = T / (T + self.rc)
             for y in self._filter:
                 y += a * (velocity - y)
-                velocity = y
-            velocity = np.array(velocity)
+                velocity = y.copy()
         else:  # no time passed: the estimate stands
             velocity = self._qd[self._k % len(self._qd)]
         self._last_q = measured
