@@ -538,3 +538,31 @@ def test_a_sensor_profile_publishes_the_measured_state_and_the_truth(
     for t in order[:-1]:
         twin.step(sent[t])
         assert np.array_equal(twin.q, by_stamp[t + period][1]) and np.array_equal(twin.true_q, true[t + period][0])
+
+
+def test_a_sensor_profile_in_real_time(context: Any, ros: tuple[Spinner, str], ur5: Any) -> None:
+    """Real time with ``sensor_profile: franka``: the truth is published beside every measured state with
+    its stamp; the measured angle is the 20-bit link encoder's, the reading the link-side sensor's
+    (offsets, noise), not the torque applied."""
+    spinner, ns = ros
+    client = spinner.add(client_node(context, ns))
+    controller = Controller(client, ur5)
+    lock, truth = threading.Lock(), {}
+
+    def on_truth(msg: JointState) -> None:
+        with lock:
+            truth[stamp_to_ns(msg.header.stamp)] = (np.array(msg.position), np.array(msg.effort))
+
+    client.create_subscription(JointState, "simulator_node/true_joint_states", on_truth, DATA_QOS)
+    sim = start_simulator(context, spinner, ns, lockstep=False, rate=1000.0, sensor_profile="franka")
+    wait_until(lambda: controller.answers() >= 50, "50 answers")
+    wait_until(lambda: len(truth) >= 50, "50 true states")
+    with controller.lock, lock:
+        states, true = list(controller.states), dict(truth)
+    assert sim.plant is not None and sim.plant.torque_sensing == "link"
+    common = [s for s in states if s[0] in true]
+    assert len(common) >= 40  # the same stamps on both topics
+    resolution = 2.0 * np.pi / 2**20
+    for _, q, _, _ in common:
+        assert np.allclose(np.round(q / resolution) * resolution, q, rtol=0, atol=1e-12)
+    assert any(not np.allclose(effort, true[t][1]) for t, _, _, effort in common[5:])
