@@ -9,7 +9,10 @@ Usage: ``.venv/bin/python bench/bench_plant.py [--steps 3000] [--repeat 5] [--lo
    vs ``ModelPlant.step`` (this package's forward dynamics with stick-slip friction, native backend,
    ``fixed_step``), both under gravity compensation plus a sine so the arm moves; best of ``--repeat``
    rounds timed alternately (a busy spell on the shared machine hits both); and the deviated plants
-   with the link-side torque reading (``torque_sensing="link"``), what that reading costs.
+   with the link-side torque reading (``torque_sensing="link"``), what that reading costs; and inside
+   a sensor model (:class:`robot_dynamics.plant.SensedPlant`) with the ``ur_e_series`` and ``franka``
+   profiles: quantization, noise, the velocity estimate, delays, torque-constant errors, ripple (UR),
+   link-side scale, offset and drift (Franka), what the wrapper adds to a step.
 2. Lock-step loop: the simulator node (``engine: mujoco``, UR5, ``lockstep: true``, 1 kHz) answered by
    a trivial rclpy node in another executor thread of the same process (it copies each state's stamp
    onto a constant torque); simulated steps per wall second, missed commands.
@@ -35,7 +38,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 
 import robot_dynamics as rd
 from robot_dynamics.model import RobotModel
-from robot_dynamics.plant import ModelPlant, MujocoPlant, load_deviations, parse_deviations, plant_source
+from robot_dynamics.plant import (
+    ModelPlant,
+    MujocoPlant,
+    SensedPlant,
+    load_deviations,
+    load_sensor_profile,
+    parse_deviations,
+    plant_source,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -90,15 +101,20 @@ def step_table(steps: int, repeat: int) -> None:
             )
         )
         source = plant_source(robot, None, tip, locks)
-        for label, deviations, sensing in (
-            ("nominal", None, "motor"),
-            ("deviated", deviated, "motor"),
-            ("deviated, link-side torque reading", deviated, "link"),
+        for label, deviations, sensing, profile in (
+            ("nominal", None, "motor", ""),
+            ("deviated", deviated, "motor", ""),
+            ("deviated, link-side torque reading", deviated, "link", ""),
+            ("deviated, sensor profile ur_e_series", deviated, "motor", "ur_e_series"),
+            ("deviated, sensor profile franka (link side)", deviated, "motor", "franka"),
         ):
-            mujoco_plant = MujocoPlant(
+            mujoco_plant: Any = MujocoPlant(
                 source, model, 1e-3, *(() if deviations is None else (deviations,)), torque_sensing=sensing
             )
-            model_plant = ModelPlant(model, 1e-3, torque_sensing=sensing)
+            model_plant: Any = ModelPlant(model, 1e-3, torque_sensing=sensing)
+            if profile:
+                sensors = load_sensor_profile(profile)
+                mujoco_plant, model_plant = SensedPlant(mujoco_plant, sensors), SensedPlant(model_plant, sensors)
             best_m = best_e = float("inf")
             for _ in range(repeat):
                 best_m = min(best_m, per_step(mujoco_plant, model, q0, steps))

@@ -31,7 +31,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from test_ros_processes import executable_path, output_lines  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics.plant import MujocoPlant, plant_source  # noqa: E402
+from robot_dynamics.plant import MujocoPlant, PlantOptions, SensedPlant, make_plant, plant_source  # noqa: E402
 from robot_dynamics.ros.messages import DATA_QOS, StartupError, stamp_to_ns  # noqa: E402
 from robot_dynamics.ros.simulator_node import SimulatorNode  # noqa: E402
 
@@ -487,3 +487,82 @@ def test_chain_options_and_joint_map_reach_the_mujoco_plant(context: Any, tmp_pa
         assert np.abs(rd.inertia_matrix(true, q, backend="python") - expected).max() < 1e-12
     finally:
         sim.destroy_node()
+
+
+def test_a_sensor_profile_publishes_the_measured_state_and_the_truth(
+    context: Any, ros: tuple[Spinner, str], ur5: Any
+) -> None:
+    """``sensor_profile: ur_e_series`` over DDS in lock-step at its 500 Hz: ``joint_states`` carries the
+    encoder's quantized angle one period late and the drive's command (two periods late: one each way),
+    ``~/true_joint_states`` the plant's state and the torque really applied, (1 + e) times the command."""
+    spinner, ns = ros
+    period = 2_000_000
+    client = spinner.add(client_node(context, ns))
+    controller = Controller(client, ur5)
+    lock, truth = threading.Lock(), {}
+
+    def on_truth(msg: JointState) -> None:
+        with lock:
+            truth[stamp_to_ns(msg.header.stamp)] = tuple(np.array(a) for a in (msg.position, msg.velocity, msg.effort))
+
+    client.create_subscription(JointState, "simulator_node/true_joint_states", on_truth, DATA_QOS)
+    overrides = "{torque: {noise: 0.0, offset: 0.0}, actuator: {ripple: {amplitude: 0.0}}}"
+    sim = start_simulator(context, spinner, ns, rate=500.0, sensor_profile="ur_e_series", sensor_overrides=overrides)
+    wait_until(lambda: controller.answers() >= 1, "the first answer")
+    sim.set_parameters([Parameter("lockstep_timeout", value=10.0)])
+    wait_until(lambda: controller.answers() >= 150, "150 answered states", timeout=60)
+    wait_until(lambda: len(truth) >= 150, "150 true states", timeout=30)
+    with controller.lock, lock:
+        states, sent, order, true = list(controller.states), dict(controller.sent), list(controller.order), dict(truth)
+    assert dict(sim.diagnostic_values())["sensor_profile"] == "ur_e_series"
+    plant = sim.plant
+    assert isinstance(plant, SensedPlant)
+    by_stamp = {s[0]: s for s in states}
+    limit = np.array([j.limits.effort for j in ur5.joints])
+    resolution = 2.0 * np.pi / (65536 * 101)  # motor-side 16-bit encoder behind the 101:1 gear
+    gain = 1.0 + plant.sensors["actuator.constant_error"]
+    for k in range(1, len(order) - 3):
+        t = order[k]
+        measured, later = by_stamp[t + period], by_stamp[t + 2 * period]
+        assert np.all(np.abs(measured[1] - true[t][0]) <= resolution / 2 + 1e-12)  # one period late, quantized
+        assert np.allclose(np.round(measured[1] / resolution) * resolution, measured[1], rtol=0, atol=1e-12)
+        command = np.clip(sent[order[k - 1]], -limit, limit)  # the drive applies the previous answer
+        assert np.array_equal(later[3], command)  # its reading, published a period late: no (1 + e)
+        assert np.allclose(true[t + period][2], gain * command, rtol=1e-12, atol=1e-12)
+    assert np.all(np.abs(gain - 1.0) <= 0.05) and not np.allclose(gain, 1.0)
+    # the same commands on a ROS-free plant of the same options: the same measured and true states
+    twin = make_plant(
+        PlantOptions(engine="mujoco", sensor_profile="ur_e_series", sensor_overrides=overrides), ur5, 0.002, UR5
+    )
+    twin.reset(START, np.zeros(6))
+    for t in order[:-1]:
+        twin.step(sent[t])
+        assert np.array_equal(twin.q, by_stamp[t + period][1]) and np.array_equal(twin.true_q, true[t + period][0])
+
+
+def test_a_sensor_profile_in_real_time(context: Any, ros: tuple[Spinner, str], ur5: Any) -> None:
+    """Real time with ``sensor_profile: franka``: the truth is published beside every measured state with
+    its stamp; the measured angle is the 20-bit link encoder's, the reading the link-side sensor's
+    (offsets, noise), not the torque applied."""
+    spinner, ns = ros
+    client = spinner.add(client_node(context, ns))
+    controller = Controller(client, ur5)
+    lock, truth = threading.Lock(), {}
+
+    def on_truth(msg: JointState) -> None:
+        with lock:
+            truth[stamp_to_ns(msg.header.stamp)] = (np.array(msg.position), np.array(msg.effort))
+
+    client.create_subscription(JointState, "simulator_node/true_joint_states", on_truth, DATA_QOS)
+    sim = start_simulator(context, spinner, ns, lockstep=False, rate=1000.0, sensor_profile="franka")
+    wait_until(lambda: controller.answers() >= 50, "50 answers")
+    wait_until(lambda: len(truth) >= 50, "50 true states")
+    with controller.lock, lock:
+        states, true = list(controller.states), dict(truth)
+    assert sim.plant is not None and sim.plant.torque_sensing == "link"
+    common = [s for s in states if s[0] in true]
+    assert len(common) >= 40  # the same stamps on both topics
+    resolution = 2.0 * np.pi / 2**20
+    for _, q, _, _ in common:
+        assert np.allclose(np.round(q / resolution) * resolution, q, rtol=0, atol=1e-12)
+    assert any(not np.allclose(effort, true[t][1]) for t, _, _, effort in common[5:])

@@ -27,16 +27,19 @@ PACKAGE = "robot_dynamics"
 _YAML_SUFFIXES = (".yaml", ".yml")
 _URDF_SUFFIXES = (".urdf", ".xml")
 SOURCE_TREE_ROBOTS = Path(__file__).resolve().parents[2] / "config" / "robots"
-INSTALLED_ROBOTS = Path("share") / PACKAGE / "config" / "robots"  # below an install prefix (setup.py data_files)
+
+
+def installed_directories(folder: str) -> list[Path]:
+    """Where an install puts the package's ``config/<folder>`` files: below ``sys.prefix``, then below
+    every ``AMENT_PREFIX_PATH`` entry (setup.py data_files)."""
+    below = Path("share") / PACKAGE / "config" / folder
+    prefixes = [sys.prefix, *(p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p)]
+    return [Path(prefix) / below for prefix in prefixes]
 
 
 def robot_directories() -> list[Path]:
     """Candidate locations of the bundled robot files, in search order."""
-    candidates = [SOURCE_TREE_ROBOTS, Path(sys.prefix) / INSTALLED_ROBOTS]
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        if prefix:
-            candidates.append(Path(prefix) / INSTALLED_ROBOTS)
-    return candidates
+    return [SOURCE_TREE_ROBOTS, *installed_directories("robots")]
 
 
 def robots_directory() -> Path:

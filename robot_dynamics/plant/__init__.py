@@ -9,7 +9,11 @@
   dynamics (fixed-step or adaptive);
 * ``mujoco`` engine, :class:`~robot_dynamics.plant.mujoco_plant.MujocoPlant`: MuJoCo, built from the
   robot file through MuJoCo's own compiler (:mod:`.mujoco_model`, :mod:`.urdf_source`), with plant
-  deviations (:mod:`.deviations`), its exact inverse dynamics and its true model (:mod:`.true_model`).
+  deviations (:mod:`.deviations`), its exact inverse dynamics and its true model (:mod:`.true_model`);
+* sensors and actuators of a real arm around either engine, :class:`~robot_dynamics.plant.sensors.SensedPlant`
+  (quantized, noisy, delayed measurements, the driver's velocity estimate, motor-current or link-side
+  torques, torque-constant errors and ripple; the truth beside them), with named profiles
+  (:mod:`.sensor_profile`, ``config/sensors/``).
 
 This package is the only part of robot_dynamics that imports ``mujoco``, and only the MuJoCo modules
 do: ``import robot_dynamics.plant`` does not load it (the MuJoCo names are imported on first use).
@@ -25,6 +29,8 @@ from robot_dynamics.plant.base import TORQUE_SENSING, Plant, start_state
 from robot_dynamics.plant.deviations import NO_DEVIATIONS, Deviations, load_deviations, parse_deviations
 from robot_dynamics.plant.engines import ENGINES, PlantOptions, make_plant
 from robot_dynamics.plant.model_engine import ModelPlant
+from robot_dynamics.plant.sensor_profile import IDEAL, SensorProfile, bundled_profiles, load_sensor_profile
+from robot_dynamics.plant.sensors import SensedPlant
 
 _LAZY = {
     "MujocoPlant": "robot_dynamics.plant.mujoco_plant",
@@ -44,6 +50,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ENGINES",
+    "IDEAL",
     "NO_DEVIATIONS",
     "TORQUE_SENSING",
     "Deviations",
@@ -52,9 +59,13 @@ __all__ = [
     "Plant",
     "PlantOptions",
     "PlantSource",
+    "SensedPlant",
+    "SensorProfile",
+    "bundled_profiles",
     "compile_plant",
     "link_side",
     "load_deviations",
+    "load_sensor_profile",
     "make_plant",
     "parse_deviations",
     "plant_source",

@@ -23,6 +23,12 @@ the arm measures it, ``torque_sensing``:
 
 Both are the mean over the period that ended (the physics steps within it).
 
+**The truth** beside what a driver would publish: :attr:`Plant.true_q`, :attr:`Plant.true_qd`,
+:attr:`Plant.applied` (the torque really applied over the last step) and
+:attr:`Plant.true_link_torque` (the link-side torque, where the plant computes it). A bare engine
+measures exactly, so its truth is its state; :class:`robot_dynamics.plant.sensors.SensedPlant` wraps
+an engine in a real arm's sensors and actuators, and its ``q``, ``qd``, ``effort`` differ from the truth.
+
 Engines: :class:`robot_dynamics.plant.model_engine.ModelPlant` (this package's own forward dynamics)
 and :class:`robot_dynamics.plant.mujoco_plant.MujocoPlant` (MuJoCo).
 """
@@ -83,6 +89,7 @@ class Plant(ABC):
         self.payload: Payload = NO_PAYLOAD
         self._wrench: FloatArray = np.zeros(6)
         self.effort: FloatArray = np.zeros(model.dof)  # the joints' torque reading over the last step
+        self.applied: FloatArray = np.zeros(model.dof)  # the torque really applied over the last step
         self._link_torque: FloatArray = np.zeros(model.dof)  # link sensing: set by the engine's _advance
 
     # -- torque reading ---------------------------------------------------------------------------
@@ -119,6 +126,26 @@ class Plant(ABC):
     @abstractmethod
     def time(self) -> float:
         """Simulated time since the last reset, s."""
+
+    @property
+    def true_q(self) -> FloatArray:
+        """The true joint positions (a bare engine: :attr:`q`)."""
+        return self.q
+
+    @property
+    def true_qd(self) -> FloatArray:
+        """The true joint velocities (a bare engine: :attr:`qd`)."""
+        return self.qd
+
+    @property
+    def true_link_torque(self) -> FloatArray | None:
+        """The link-side torque over the last step where the plant computes it (``"link"`` sensing), else None."""
+        return self._link_torque.copy() if self.torque_sensing == "link" else None
+
+    @property
+    def physics(self) -> Plant:
+        """The engine plant that integrates the physics (itself; a sensor model's inner plant)."""
+        return self
 
     @abstractmethod
     def reset(self, q: FloatArray, qd: FloatArray) -> None:
@@ -164,6 +191,11 @@ class Plant(ABC):
         joints' torque reading is :attr:`effort`)."""
         applied = self.limit(tau)
         self._advance(applied, self.period if duration is None else float(duration))
-        self.steps += 1
-        self.effort = applied if self.torque_sensing == "motor" else self._link_torque.copy()
+        self._stepped(applied)
         return applied
+
+    def _stepped(self, applied: FloatArray) -> None:
+        """After a step that applied ``applied``: the count, the truth and the torque reading."""
+        self.steps += 1
+        self.applied = applied
+        self.effort = applied if self.torque_sensing == "motor" else self._link_torque.copy()

@@ -2,7 +2,8 @@
 
 ``integrator``:
 
-* ``fixed_step`` (default): steps of at most one period with constant acceleration from the engine's
+* ``fixed_step`` (default): steps of at most one period (or of at most ``max_timestep``, a physics rate
+  above the control rate: a 500 Hz controller on a 2 kHz plant) with constant acceleration from the engine's
   forward dynamics ``qdd = D^-1 (tau - h - c - b - J^T w)`` (``q += h qd + h^2/2 qdd``,
   ``qd += h qdd``), whose stick-slip solver decides which joints at rest stick or break away
   (``forward_dynamics(..., friction=True)``). A sticky joint whose velocity would change sign within a
@@ -44,10 +45,14 @@ class ModelPlant(Plant):
         integrator: str = "fixed_step",
         friction: bool = True,
         torque_sensing: str = "motor",
+        max_timestep: float | None = None,
     ) -> None:
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {list(INTEGRATORS)}, got {integrator!r}")
+        if max_timestep is not None and not (np.isfinite(max_timestep) and max_timestep > 0.0):
+            raise ValueError(f"max_timestep must be > 0 s, got {max_timestep}")
         self.integrator = integrator
+        self.max_timestep = max_timestep  # fixed_step: the largest step (None: one control period)
         super().__init__(model, period, torque_sensing)
         self.friction = friction
         self._q: FloatArray = np.zeros(model.dof)
@@ -98,7 +103,7 @@ class ModelPlant(Plant):
         self._time += duration
 
     def _fixed_steps(self, model: RobotModel, tau: FloatArray, duration: float) -> tuple[FloatArray, FloatArray]:
-        steps = max(1, int(np.ceil(duration / self.period - 1e-9)))
+        steps = max(1, int(np.ceil(duration / (self.max_timestep or self.period) - 1e-9)))
         h = duration / steps
         q, qd = self._q, self._qd
         sticky = friction_parameters(model).sticky if self.friction and model.has_friction else None

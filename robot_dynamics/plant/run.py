@@ -18,8 +18,14 @@ simulator node publishes: :attr:`Plant.effort`, the torque applied, or with link
 the torque the joints passed on to their links; the first sample carries the first period's) — and, for checking an
 estimator, the truth: the wrench applied over the same period and its joint torque ``J(q)^T F``
 (``J`` the tool-point Jacobian in world axes of the plant's own model at the pose where the period
-began, where the plant applied it). :func:`write_run_bag` writes the joint states as a rosbag2 bag
-(:class:`robot_dynamics.bag.BagWriter`), which every command reads as it reads a real recording.
+began, where the plant applied it). With a sensor model around the plant
+(:class:`~robot_dynamics.plant.sensors.SensedPlant`) ``q``, ``qd``, ``effort`` are the measured signals
+the controller answered, and the run also holds the truth: ``true_q``, ``true_qd``, ``applied`` (the
+torque really applied over the period ending at the sample) and ``true_link_torque`` (where the plant
+computes it); on a bare plant the truth equals the state. :func:`write_run_bag` writes the joint states
+as a rosbag2 bag (:class:`robot_dynamics.bag.BagWriter`), which every command reads as it reads a real
+recording, and with ``truth_topic`` the truth beside them (position, velocity, effort = the torque
+really applied).
 """
 
 from __future__ import annotations
@@ -69,7 +75,10 @@ class PlantRun:
     ``(N, n)`` the joints' torque reading over the period ending at ``t_k``; ``wrench`` ``(N, 6)`` the external
     wrench applied over that period (world axes) and ``tau_ext`` ``(N, n)`` its joint torque; the
     desired position ``q_desired`` ``(N, n)``; ``contacts`` ``(N,)`` the plant's contact count (MuJoCo's
-    own contacts, e.g. a self-collision; 0 for an engine without contacts)."""
+    own contacts, e.g. a self-collision; 0 for an engine without contacts); the truth ``true_q``,
+    ``true_qd`` ``(N, n)``, ``applied`` ``(N, n)`` the torque really applied over the period ending at
+    ``t_k`` and ``true_link_torque`` ``(N, n)`` the link-side torque over it (None where the plant does not
+    compute it)."""
 
     t: FloatArray
     q: FloatArray
@@ -81,6 +90,10 @@ class PlantRun:
     contacts: np.ndarray
     joint_names: tuple[str, ...]
     period: float
+    true_q: FloatArray
+    true_qd: FloatArray
+    applied: FloatArray
+    true_link_torque: FloatArray | None = None
 
     @property
     def pushed(self) -> np.ndarray:
@@ -122,11 +135,14 @@ def run_plant(
         schedule.submit(trajectory, round(trajectory_start * 1e9), 0)
     q, qd = np.empty((steps + 1, n)), np.empty((steps + 1, n))
     effort, q_desired = np.empty((steps + 1, n)), np.empty((steps + 1, n))
+    true_q, true_qd, applied = np.empty((steps + 1, n)), np.empty((steps + 1, n)), np.empty((steps + 1, n))
+    link: FloatArray | None = np.empty((steps + 1, n)) if plant.true_link_torque is not None else None
     wrench, contacts = np.zeros((steps + 1, 6)), np.zeros(steps + 1, dtype=np.int64)
     wrenches = _wrench_schedule(pushes, steps, period)
     data = getattr(plant, "data", None)
     for k in range(steps + 1):
         q[k], qd[k] = plant.q, plant.qd
+        true_q[k], true_qd[k] = plant.true_q, plant.true_qd
         contacts[k] = int(data.ncon) if data is not None else 0
         if k == steps:
             break
@@ -134,16 +150,20 @@ def run_plant(
         tau, q_desired[k], _, _ = controller.step(schedule, now, now, q[k], qd[k])
         plant.external_wrench = wrenches[k]
         plant.step(tau)
-        effort[k + 1] = plant.effort
+        effort[k + 1], applied[k + 1] = plant.effort, plant.applied
+        if link is not None:
+            link[k + 1] = plant.true_link_torque
         wrench[k + 1] = plant.external_wrench
-    effort[0] = effort[1]
+    effort[0], applied[0] = effort[1], applied[1]
+    if link is not None:
+        link[0] = link[1]
     q_desired[steps] = q_desired[steps - 1]
     plant.external_wrench = np.zeros(6)
     model = reference if reference is not None else getattr(plant, "true_model", plant.model)
     tau_ext = np.zeros((steps + 1, n))
     rows = np.flatnonzero(np.any(wrench != 0.0, axis=1))
-    if rows.size:  # J at the pose where each pushed period began
-        J = jacobian(model, q[rows - 1], frame="world")
+    if rows.size:  # J at the (true) pose where each pushed period began
+        J = jacobian(model, true_q[rows - 1], frame="world")
         tau_ext[rows] = np.matmul(J.transpose(0, 2, 1), wrench[rows][:, :, None])[..., 0]
     return PlantRun(
         t=np.arange(steps + 1, dtype=np.float64) * period,
@@ -156,6 +176,10 @@ def run_plant(
         contacts=contacts,
         joint_names=tuple(plant.model.joint_names),
         period=period,
+        true_q=true_q,
+        true_qd=true_qd,
+        applied=applied,
+        true_link_torque=link,
     )
 
 
@@ -167,11 +191,17 @@ def write_run_bag(
     names: Sequence[str] | None = None,
     start_ns: int = START_NS,
     overwrite: bool = False,
+    truth_topic: str | None = None,
 ) -> Path:
-    """The run's joint states (position, velocity, effort; stamps ``start_ns + t``) as a rosbag2 bag."""
+    """The run's joint states (position, velocity, effort; stamps ``start_ns + t``) as a rosbag2 bag;
+    with ``truth_topic`` (e.g. ``true_joint_states``) also the truth: position, velocity and effort = the
+    torque really applied."""
     stamps = start_ns + np.round(run.t * 1e9).astype(np.int64)
+    joints = list(names or run.joint_names)
     with BagWriter(path, overwrite=overwrite) as bag:
-        bag.write_joint_states(topic, stamps, list(names or run.joint_names), run.q, run.qd, run.effort)
+        bag.write_joint_states(topic, stamps, joints, run.q, run.qd, run.effort)
+        if truth_topic:
+            bag.write_joint_states(truth_topic, stamps, joints, run.true_q, run.true_qd, run.applied)
     return Path(path)
 
 

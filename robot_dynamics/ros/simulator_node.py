@@ -10,7 +10,8 @@ Subscribes
 Publishes
     ``joint_states`` (sensor_msgs/JointState): position, velocity and effort: ``torque_sensing`` ``motor``
     the torque applied (limited to the effort limits), ``link`` what the joints pass on (after friction);
-    ``/clock`` (rosgraph_msgs/Clock) with ``lockstep``.
+    ``/clock`` (rosgraph_msgs/Clock) with ``lockstep``; with a ``sensor_profile`` the measured signals,
+    and the truth on ``~/true_joint_states`` (:class:`~.simulator_plant.PlantOutputs`).
 Services
     ``reset_simulation`` (robot_dynamics_interfaces/ResetSimulation);
     ``~/set_payload`` (robot_dynamics_interfaces/SetPayload): the payload held by the tool, changed at
@@ -50,6 +51,7 @@ from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.models import DEFAULT_ROBOT
 from robot_dynamics.payload import payload_of
 from robot_dynamics.plant import ENGINES, ModelPlant, Plant, make_plant, start_state
+from robot_dynamics.ros import simulator_plant
 from robot_dynamics.ros.lockstep import LockstepClock
 from robot_dynamics.ros.messages import (
     DATA_QOS,
@@ -65,7 +67,6 @@ from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
 from robot_dynamics.ros.realtime import CommandIntake, RealTimeStepping
 from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_non_negative, check_positive
-from robot_dynamics.ros.simulator_plant import ExternalWrenchInput, declare_plant_parameters, plant_options
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
@@ -88,7 +89,7 @@ class SimulatorNode(RobotNode):
                 Parameter.Type.DOUBLE_ARRAY,
                 ParameterDescriptor(description=f"start {what} in model joint order (unset = zeros)"),
             )
-        declare_plant_parameters(self)
+        simulator_plant.declare_plant_parameters(self)
         self.declare(
             "lockstep", False, "simulated time: publish /clock, step when each state is answered", read_only=True
         )
@@ -124,15 +125,15 @@ class SimulatorNode(RobotNode):
         self._last_tick: float | None = None
         self._index_cache: dict[tuple[str, ...], np.ndarray | str] = {}
         self.payload_switch = PayloadSwitch(self, self._install_payload_model, ModelPlant.warm)
+        self.outputs = simulator_plant.PlantOutputs(self)  # joint_states (+ the truth with a sensor profile)
         # The model first (compiling the native backend may take a moment): no message is queued meanwhile.
         self.start_robot()
-        self.states_pub = self.create_publisher(JointState, "joint_states", DATA_QOS)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10) if self.lockstep else None
         commands = [
             (Float64MultiArray, "commands", self._on_array_command),
             (JointState, "joint_commands", self._on_joint_command),
         ]
-        self.wrench_input = ExternalWrenchInput(self)
+        self.wrench_input = simulator_plant.ExternalWrenchInput(self)
         self.create_service(ResetSimulation, "reset_simulation", self._on_reset)
         self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
         if self.lockstep:  # the answers drive the loop; this timer only notices a missing one
@@ -147,8 +148,8 @@ class SimulatorNode(RobotNode):
 
     def _set_friction(self, value: bool) -> None:
         self.friction = bool(value)
-        if isinstance(self.plant, ModelPlant):
-            self.plant.friction = self.friction
+        if isinstance(physics := getattr(self.plant, "physics", None), ModelPlant):
+            physics.friction = self.friction
 
     @property
     def q(self) -> FloatArray:
@@ -163,15 +164,14 @@ class SimulatorNode(RobotNode):
         """The model, and the plant built from the same robot (a bad plant fails like a bad robot)."""
         model = super()._load_model(description, config)
         robot = description if description.strip() else (config.strip() or DEFAULT_ROBOT)
-        options = plant_options(self, self.friction, self._locks, self._joint_map)
+        options = simulator_plant.plant_options(self, self.friction, self._locks, self._joint_map)
         try:
             self._next_plant = make_plant(
                 options, model, self.period, robot, self.param("base_link") or None, self.param("tip_link") or None
             )
         except (RobotDynamicsError, ValueError, OSError) as exc:
             raise StartupError(f"cannot build the {self.engine} plant: {one_line(exc)}") from None
-        for note in getattr(self._next_plant, "notes", ()):
-            self.get_logger().warning(f"plant: {note}")
+        self.outputs.log_plant(self._next_plant, self.period)
         return model
 
     def on_model(self, model: RobotModel) -> None:
@@ -367,7 +367,7 @@ class SimulatorNode(RobotNode):
         out.effort = as_double_array(self.effort)
         if self.lockstep:
             self.clock.published()
-        self.states_pub.publish(out)
+        self.outputs.publish(out, plant)
         self.stats.published += 1
 
     def diagnostic_values(self) -> list[tuple[str, str]]:
@@ -388,7 +388,7 @@ class SimulatorNode(RobotNode):
             values += [(f"clamped[{names[i]}]", str(int(c))) for i, c in enumerate(plant.clamped_joints) if c]
         if self.lockstep:
             values += self.clock.diagnostic_values()
-        values += self.realtime.diagnostic_values()
+        values += [*self.realtime.diagnostic_values(), *self.outputs.diagnostic_values(plant)]
         return [*values, *self.wrench_input.diagnostic_values(), *self.payload_switch.diagnostic_values()]
 
 

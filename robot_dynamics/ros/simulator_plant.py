@@ -2,7 +2,10 @@
 
 * :func:`declare_plant_parameters` / :func:`plant_options`: the parameters that choose and configure
   the plant (``engine``, ``integrator``, ``mjcf``, ``plant_deviations``, ``timestep``,
-  ``mujoco_integrator``), read into a :class:`robot_dynamics.plant.PlantOptions`;
+  ``model_timestep``, ``mujoco_integrator``, ``torque_sensing``, ``sensor_profile``,
+  ``sensor_overrides``), read into a :class:`robot_dynamics.plant.PlantOptions`;
+* :class:`PlantOutputs`: ``joint_states`` and, with a sensor profile, ``~/true_joint_states`` beside
+  it (the plant's true position and velocity, the torque really applied), the plant's notes;
 * :class:`ExternalWrenchInput`: ``~/external_wrench`` (geometry_msgs/WrenchStamped), the force and
   moment the environment exerts on the tool, at the tool-frame origin, in world axes (``frame_id`` empty
   or ``world``); held until the next message (zeros = none). ``header.stamp`` zero applies it from the
@@ -19,10 +22,11 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import JointState
 
 from robot_dynamics.model import FloatArray
-from robot_dynamics.plant import ENGINES, PlantOptions
-from robot_dynamics.ros.messages import DATA_QOS, stamp_to_ns
+from robot_dynamics.plant import ENGINES, Plant, PlantOptions
+from robot_dynamics.ros.messages import DATA_QOS, as_double_array, stamp_to_ns
 
 
 def declare_plant_parameters(node: Any) -> None:
@@ -35,6 +39,9 @@ def declare_plant_parameters(node: Any) -> None:
         ("timestep", 0.001, "mujoco engine: largest physics timestep, s"),
         ("mujoco_integrator", "implicitfast", "mujoco engine: implicitfast | implicit | euler | rk4"),
         ("torque_sensing", "motor", "joint_states effort: motor (the torque applied) | link (after friction)"),
+        ("model_timestep", 0.0, "model engine, fixed_step: largest physics timestep, s (0 = one per control period)"),
+        ("sensor_profile", "", "sensors and actuators of a real arm: a bundled profile or a YAML file ('' = ideal)"),
+        ("sensor_overrides", "", "sensor profile keys on top of sensor_profile, as YAML text (e.g. '{seed: 3}')"),
     ):
         node.declare(name, default, description, read_only=True)
 
@@ -52,7 +59,51 @@ def plant_options(node: Any, friction: bool, locks: dict[str, float], joint_map:
         torque_sensing=str(node.param("torque_sensing")),
         locked_joints=locks,
         joint_map=joint_map,
+        model_timestep=float(node.param("model_timestep")),
+        sensor_profile=str(node.param("sensor_profile")),
+        sensor_overrides=str(node.param("sensor_overrides")),
     )
+
+
+class PlantOutputs:
+    """What the node reports of its plant: ``joint_states`` (what a driver publishes: with a sensor
+    profile the measured signals); with a sensor profile (``sensor_profile`` or ``sensor_overrides``
+    set) ``~/true_joint_states`` beside it, stamped like it: the plant's true position and velocity, effort
+    = the torque really applied; the plant's notes at start-up; the profile's name in the diagnostics."""
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        self.states = node.create_publisher(JointState, "joint_states", DATA_QOS)
+        sensed = bool(node.param("sensor_profile") or node.param("sensor_overrides"))
+        self.truth = node.create_publisher(JointState, "~/true_joint_states", DATA_QOS) if sensed else None
+        self.msg = JointState()
+
+    def log_plant(self, plant: Plant | None, period: float) -> None:
+        """The plant's notes as warnings; a sensor profile for another rate than the node's as information."""
+        logger = self.node.get_logger()
+        for note in getattr(plant, "notes", ()):
+            logger.warning(f"plant: {note}")
+        profile = getattr(plant, "profile", None)
+        if profile is not None and profile.rate is not None and abs(profile.rate * period - 1.0) > 1e-9:
+            logger.info(
+                f"sensor profile {profile.name!r} is for {profile.rate:g} Hz; its delays count this node's "
+                f"periods (rate {1.0 / period:g} Hz)"
+            )
+
+    def publish(self, states: JointState, plant: Plant) -> None:
+        """``states`` on ``joint_states``; with a sensor profile the truth beside it."""
+        self.states.publish(states)
+        if self.truth is None:
+            return
+        msg = self.msg
+        msg.name, msg.header.stamp = states.name, states.header.stamp
+        msg.position, msg.velocity = as_double_array(plant.true_q), as_double_array(plant.true_qd)
+        msg.effort = as_double_array(plant.applied)
+        self.truth.publish(msg)
+
+    def diagnostic_values(self, plant: Plant | None) -> list[tuple[str, str]]:
+        profile = getattr(plant, "profile", None)
+        return [("sensor_profile", profile.name if profile is not None else "ideal")]
 
 
 class ExternalWrenchInput:
