@@ -105,6 +105,7 @@ setup(
         (f"share/{PACKAGE}/launch", glob("launch/*.py")),
         (f"share/{PACKAGE}/config", glob("config/*.yaml")),
         (f"share/{PACKAGE}/config/robots", glob("config/robots/*")),
+        (f"share/{PACKAGE}/config/sensors", glob("config/sensors/*.yaml")),
     ],
     install_requires=[
         "numpy",
