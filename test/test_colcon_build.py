@@ -108,7 +108,7 @@ def test_both_packages_import_from_the_workspace_and_are_in_its_ament_index(work
 
 def test_the_launch_files_and_config_are_installed(workspace: Path) -> None:
     share = workspace / "install" / "robot_dynamics" / "share" / "robot_dynamics"
-    for folder in ("launch", "config", "config/robots"):
+    for folder in ("launch", "config", "config/robots", "config/sensors"):
         expected = {p.name for p in (REPO / folder).iterdir() if p.is_file()}
         assert expected and expected <= {p.name for p in (share / folder).iterdir()}, folder
     assert (share / "package.xml").is_file()
