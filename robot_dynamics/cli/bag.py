@@ -294,6 +294,7 @@ def run_replay(args: argparse.Namespace) -> int:
             wait_timeout=args.wait,
             progress=bar.update,
             ready=ready,
+            pace=(js, next(iter(expect))) if expect else None,
         )
     lost = {t: n for t, n in result.lost.items() if n}
     status = 1 if lost else 0

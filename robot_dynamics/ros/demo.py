@@ -216,6 +216,7 @@ def run(
                 expect=dict.fromkeys(record, ev.count),
                 wait_timeout=30.0,
                 ready=outputs_matched(),
+                pace=("/joint_states", "/feedforward/commands"),
             )
             t_replay = time.monotonic() - t_nodes
         finally:

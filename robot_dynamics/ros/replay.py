@@ -18,7 +18,11 @@ the ``expect``-ed counts (or ``settle_timeout``). Sleeping until each message's 
 playback clock itself. If this process runs late (a loaded machine), the rest of the schedule
 shifts by the delay instead of publishing the overdue messages in a burst that would overrun the
 subscribers' queues: the spacing of the messages is kept, the wall time stretches
-(``ReplayResult.max_lateness_s``).
+(``ReplayResult.max_lateness_s``). With ``pace`` (a played topic and a recorded topic that answers it
+message for message, e.g. joint states and a feed-forward node's commands), playback also waits while more
+than ``max_backlog`` played messages are unanswered: a node that falls behind on a busy machine is never
+handed more than its subscription's queue holds (a reliable queue of depth 100 drops the oldest waiting
+message when a new one arrives), so nothing is lost; only the wall time stretches.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +202,10 @@ class Recorder:
             return len(self.data)
 
 
+def _has_recorded(recorder: Recorder, count: int) -> bool:
+    return recorder.count >= count
+
+
 def _wait(condition: Callable[[], bool], timeout: float, poll: float = 0.005) -> bool:
     """Polls ``condition`` until true or ``timeout`` seconds (a readiness check, not a delay)."""
     deadline = time.monotonic() + timeout
@@ -225,6 +234,8 @@ def replay(
     progress: Callable[[int], None] | None = None,
     node_name: str = "robot_dynamics_replay",
     ready: ReadyHook | None = None,
+    pace: tuple[str, str] | None = None,
+    max_backlog: int = 50,
 ) -> ReplayResult:
     """Plays ``topics`` of ``bag`` (default all) and records ``record`` (topic -> message type).
 
@@ -233,7 +244,9 @@ def replay(
     before every message that follows a gap; ``expect`` maps recorded topics to the
     number of messages to wait for. ``out`` receives the recorded topics as a bag. ``context``: an
     initialised rclpy context to use (default: a private one, initialised and shut down here).
-    ``ready``: an extra condition to wait for before playing (see :func:`diagnostics_ready`).
+    ``ready``: an extra condition to wait for before playing (see :func:`diagnostics_ready`). ``pace``:
+    ``(played topic, recorded topic)`` answered one for one; playback waits (up to ``settle_timeout`` each
+    time) while more than ``max_backlog`` are unanswered (module docstring).
     """
     if not rate > 0.0:
         raise ReplayError(f"rate must be positive, got {rate}")
@@ -248,6 +261,12 @@ def replay(
     for t in expected:
         if t not in record:
             raise ReplayError(f"expected messages on {t}, which is not recorded")
+    if pace is not None:
+        pace = (topic_name(pace[0]), topic_name(pace[1]))
+        if pace[0] not in raw or pace[1] not in record:
+            raise ReplayError(f"pace {pace}: the first must be played, the second recorded")
+        if max_backlog < 1:
+            raise ReplayError(f"max_backlog must be at least 1, got {max_backlog}")
     classes = {t: message_class(r.msgtype) for t, r in raw.items()}
     if out is not None:
         out_path = Path(out)
@@ -321,6 +340,10 @@ def replay(
                 # overdue messages in a burst, which would overrun the subscribers' queues.
                 max_late = max(max_late, -delay)
                 start -= delay
+            if pace is not None and topic == pace[0]:  # never more unanswered than the node's queue holds
+                answers, least = recorders[pace[1]], published[topic] - max_backlog
+                if answers.count < least:
+                    _wait(partial(_has_recorded, answers, least), settle_timeout)
             if clock_pub is not None and clock_cls is not None and ts - last_clock >= clock_period_ns:
                 msg = clock_cls()
                 msg.clock.sec, msg.clock.nanosec = divmod(ts, 1_000_000_000)
