@@ -54,6 +54,13 @@ if ! stamp_ok "requirements-$PROFILE" "$H" && ! stamp_ok requirements-test "$H_T
     ARGS=()
     for r in "${REQS[@]}"; do ARGS+=(-r "$r"); done
     quiet_pip install "${ARGS[@]}" -c requirements/constraints.txt
+    # MuJoCo 4 split the `mujoco` distribution into mujoco, mujoco-core and mujoco-studio, which share
+    # one import package: pip moving a venv from 3.x to 4.x in place deletes the new bindings with the
+    # old files. MuJoCo's own repair: reinstall the three without dependencies.
+    if ! "$VENV/bin/python" -c "import mujoco" 2>/dev/null; then
+        log "repairing the MuJoCo install (upgraded in place from 3.x)"
+        quiet_pip install --force-reinstall --no-deps -c requirements/constraints.txt mujoco mujoco-core mujoco-studio
+    fi
     # Fix 1 (docs/ros2-from-pypi.md): the wheels' exported CMake files name the build machine's
     # Python and NumPy include paths; point them at this interpreter's.
     INC=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')

@@ -263,6 +263,18 @@ def test_effort_limits_clamp_the_applied_torque_and_count(engine: str) -> None:
         plant.step(np.full(6, np.inf))
 
 
+def test_a_non_finite_mujoco_state_is_an_error_naming_mujocos_warnings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # MuJoCo writes its warnings to MUJOCO_LOG.TXT in the working directory
+    plant = make_plant("ur5")
+    plant.mjmodel.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET  # else MuJoCo resets the data itself
+    plant.reset(np.zeros(6), np.zeros(6))
+    plant.data.qvel[0] = np.nan
+    with pytest.raises(StateError, match=r"became non-finite \(warnings: mjWARN_BADQVEL: 1"):
+        plant.step(np.zeros(6))
+
+
 @pytest.mark.parametrize("engine", ["model", "mujoco"])
 def test_external_force_at_the_tool_acts_as_jacobian_transpose(engine: str) -> None:
     # the Panda up to panda_hand (its centre of mass is off the tool point), without its joint damping

@@ -158,10 +158,9 @@ class MujocoPlant(Plant):
         return np.asarray(d.qfrc_applied[dof] + d.qfrc_passive[dof] + loss[dof] - m.dof_armature[dof] * d.qacc[dof])
 
     def _warnings(self) -> str:
-        names = [w.name for w in mujoco.mjtWarning]
-        return ", ".join(
-            f"{n}: {self.data.warning[i].number}" for i, n in enumerate(names) if self.data.warning[i].number
-        )
+        """MuJoCo's warning counters that are set, by name (``mjtWarning`` is a pybind11 enum: not iterable)."""
+        counts = [(i, w.number) for i, w in enumerate(self.data.warning) if w.number]
+        return ", ".join(f"{mujoco.mjtWarning(i).name}: {n}" for i, n in counts) or "none"
 
     # -- what the plant knows about itself --------------------------------------------------------
     def inverse_dynamics(self, q: FloatArray, qd: FloatArray, qdd: FloatArray) -> FloatArray:
