@@ -114,6 +114,36 @@ def test_a_torque_held_over_each_step_is_exact_with_step_timing() -> None:
         MomentumObserver(model, 5.0, effort_timing="held")
 
 
+def test_the_observer_starts_at_the_first_torque_reading() -> None:
+    """A PUMA 560 holding still against gravity whose first states carry no torque reading (efforts all 0 at
+    rest: a simulator's first state, a delay line filling) is not pushed: r stays 0 in both timings, batch and
+    one sample at a time; taken as readings, those zeros would be an external torque holding the arm. A state
+    with zero efforts that moves, or with any effort, is a reading and is observed."""
+    q = np.tile(PUMA.named_poses["qn"], (40, 1))
+    qd = np.zeros_like(q)
+    effort = gravity_torques(PUMA, q)
+    effort[:3] = 0.0  # three states before the first reading
+    t = np.arange(40) * 8e-3
+    for timing in ("sampled", "step"):
+        run = observe(PUMA, t, q, qd, effort, 50.0, friction=False, effort_timing=timing)
+        assert run.start == 3 and np.abs(run.r).max() <= 1e-9
+        one = MomentumObserver(PUMA, 50.0, friction=False, effort_timing=timing)
+        r = np.array([one.update(*sample) for sample in zip(t, q, qd, effort, strict=True)])
+        assert one.unread == 3 and one.samples == 37
+        np.testing.assert_allclose(r, run.r, rtol=0, atol=1e-12)
+    as_reading = observe(PUMA, t, q, qd, np.where(effort == 0.0, 1e-300, effort), 50.0, friction=False)
+    assert as_reading.start == 0 and np.abs(as_reading.r).max() > 1.0  # the zeros as readings: held by the world
+    moving = qd.copy()
+    moving[0, 2] = 1e-3  # the first state moves: observed, its zero efforts are a reading
+    assert observe(PUMA, t, q, moving, effort, 50.0, friction=False).start == 0
+    one = MomentumObserver(PUMA, 50.0)
+    with pytest.raises(StateError):  # an unread state is still checked
+        one.update(0.0, q[0, :3], qd[0], np.zeros(6))
+    one.update(0.0, q[0], qd[0], np.zeros(6))
+    one.reset()
+    assert one.unread == 0 and one.samples == 0
+
+
 def inertia_matrix_of(model):  # type: ignore[no-untyped-def]
     from robot_dynamics.dynamics import inertia_matrix
 

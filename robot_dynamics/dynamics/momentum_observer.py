@@ -38,8 +38,17 @@ the torque it *held over the step into it*: over ``[t_k, t_{k+1}]`` the torque i
 and the trapezoid's half of the previous step's torque is an error of ``dt dtau/dt / 2`` in the interval's
 ``tau_ext`` — with a PD loop's torque, the largest term of ``r`` in free motion. ``effort_timing="step"``
 integrates it as held: (3) with ``tau_m`` of both ends replaced by ``tau_{k+1}``. The first sample's
-effort then belongs to a step before the recording and is not used (a simulator's first state reports
-no torque yet: sampled, that zero would show as an external torque of ``c(q) / 2`` at start-up).
+effort then belongs to a step before the recording and is not used.
+
+**The first torque reading.** A state at rest whose efforts are all exactly 0 (every velocity exactly 0 too)
+carries no torque reading: a simulator's first state (no torque applied yet), a driver's before its first
+reading, a sensor delay line filling at start-up (two such states under one measurement delay). Taken as a
+reading, its zero is an external torque of ``c(q)`` holding the arm, which reaches ``r`` through the filter
+at start-up (``(1 - exp(-K dt)) c(q) / 2`` after one interval, sampled). The observer therefore starts at
+the first state with a reading (:func:`torque_reading`): ``r = 0`` before it and there, and the recurrence
+runs from it (``a = u = 0`` over the intervals before it, as at the first sample). A moving arm (a velocity
+not 0) or one holding any torque is observed from its first state; what is skipped is an arm at rest
+reporting no torque, where nothing is to be seen.
 
 **Friction** ``b``: the model's friction at ``qd``, from :func:`~.inverse.inverse_dynamics` at
 ``qdd = 0``, which gives ``h + c + b`` (so ``beta = tau_m + dD/dt qd - (h + c + b)``: one Newton–Euler
@@ -82,6 +91,13 @@ def check_effort_timing(value: object) -> str:
     if value not in EFFORT_TIMINGS:
         raise StateError(f"effort timing must be one of {list(EFFORT_TIMINGS)}, got {value!r}")
     return str(value)
+
+
+def torque_reading(qd: ArrayLike, tau_m: ArrayLike) -> np.ndarray:
+    """Whether each state ``(..., n)`` carries a torque reading: not every effort exactly 0 at rest (every
+    velocity exactly 0) — module docstring, "The first torque reading"."""
+    v, tau = np.asarray(qd), np.asarray(tau_m)
+    return np.asarray(np.any(tau != 0.0, axis=-1) | np.any(v != 0.0, axis=-1))
 
 
 def observer_gain(gain: ArrayLike, n: int, what: str = "gain") -> FloatArray:
@@ -181,13 +197,15 @@ def scan_recurrence(a: FloatArray, u: FloatArray, r0: FloatArray) -> FloatArray:
 @dataclass(frozen=True)
 class ObserverRun:
     """The observer over a recording: ``t`` ``(N,)`` s, ``r`` (the external torque estimate), ``p`` and
-    ``beta`` ``(N, n)``, the gain ``K`` ``(n,)`` 1/s."""
+    ``beta`` ``(N, n)``, the gain ``K`` ``(n,)`` 1/s; ``start``: the first sample with a torque reading, where
+    the observer starts (``r = 0`` up to it; ``N`` if none has one)."""
 
     t: FloatArray
     r: FloatArray
     p: FloatArray
     beta: FloatArray
     gain: FloatArray
+    start: int = 0
 
 
 def _sample_times(t: ArrayLike, count: int) -> FloatArray:
@@ -219,7 +237,8 @@ def observe(
     """The observer (3) over a whole recording: states ``(N, n)`` at strictly increasing times ``t`` (s).
 
     ``tau_m`` is the measured joint torque (N·m or N), a sample at each state or, ``effort_timing="step"``,
-    the torque held over the step into it (module docstring). Vectorised over the samples (engine calls in
+    the torque held over the step into it (module docstring). The observer starts at the first state with a
+    torque reading (``ObserverRun.start``; module docstring). Vectorised over the samples (engine calls in
     chunks of :data:`CHUNK` states, the recurrence by :func:`scan_recurrence`).
     """
     held = check_effort_timing(effort_timing) == "step"
@@ -244,10 +263,13 @@ def observe(
         beta[rows] = _rate(model, terms, Q[rows], QD[rows], TAU[rows], friction, smooth, backend)
     if count == 0:
         return ObserverRun(times, np.zeros((0, n)), p, beta, k)
-    start = beta[:-1] + (TAU[1:] - TAU[:-1]) if held else beta[:-1]  # held: the step's torque at both ends
-    a, u = transition(k, np.diff(times)[:, None], np.diff(p, axis=0), start, beta[1:])
+    reading = torque_reading(QD, TAU)
+    first = int(np.argmax(reading)) if reading.any() else count
+    begin = beta[:-1] + (TAU[1:] - TAU[:-1]) if held else beta[:-1]  # held: the step's torque at both ends
+    a, u = transition(k, np.diff(times)[:, None], np.diff(p, axis=0), begin, beta[1:])
+    a[:first], u[:first] = 0.0, 0.0  # no reading yet: r stays 0 up to the first one
     r = scan_recurrence(a, u, np.zeros(n))
-    return ObserverRun(times, r, p, beta, k)
+    return ObserverRun(times, r, p, beta, k, first)
 
 
 class MomentumObserver:
@@ -255,7 +277,9 @@ class MomentumObserver:
 
     :meth:`update` takes a sample at a time later than the previous one and returns ``r``; a sample that
     is refused (StateError: wrong shape, non-finite values, time not increasing) leaves the observer as
-    it was, so the next good sample continues correctly. Intervals equal to the nanosecond share their
+    it was, so the next good sample continues correctly. Until a sample carries a torque reading
+    (:func:`torque_reading`) the observer does not start: :meth:`update` returns 0 and :attr:`samples` stays
+    0 (:attr:`unread` counts those samples). Intervals equal to the nanosecond share their
     ``exp(-K dt)`` (computed once at a fixed rate). :meth:`reset` starts over (``r = 0``, the next sample
     is the new ``p(0)``); :meth:`set_model` swaps the model (a payload) and carries on from the last
     sample; :attr:`gain` may change between samples. :attr:`decay` is ``exp(-K dt)`` of the last
@@ -279,6 +303,7 @@ class MomentumObserver:
         self.friction, self.smooth = friction, smooth
         self.effort_timing = check_effort_timing(effort_timing)  # may change between samples
         self.samples = 0
+        self.unread = 0  # samples before the first torque reading (not observed)
         self._last: tuple[float, FloatArray, FloatArray, FloatArray] | None = None
         self._decay: tuple[int, FloatArray, FloatArray, FloatArray] | None = None  # dt in ns, gain, a, coef
         self.decay: FloatArray | None = None  # exp(-K dt) of the last interval (None: no interval yet)
@@ -307,6 +332,7 @@ class MomentumObserver:
         self._last = None
         self.decay = None
         self.samples = 0
+        self.unread = 0
 
     def set_model(self, model: RobotModel, *, friction: bool | None = None, smooth: bool | None = None) -> None:
         """Observe with ``model`` (same joints; and a new friction model) from the next sample on; ``p`` and
@@ -332,6 +358,10 @@ class MomentumObserver:
         if last is not None and not t > last[0]:
             raise StateError(f"t: sample time {t!r} s does not follow the previous one ({last[0]!r} s)")
         qa, qda = np.array(q, dtype=np.float64), np.array(qd, dtype=np.float64)
+        if last is None and not torque_reading(qda, tau):  # no reading yet: not observed
+            self._terms(qa, qda, tau)  # validates q, qd as an observed sample would be
+            self.unread += 1
+            return np.zeros(n)
         prev = self._state
         if last is None:
             a, coef, dt = None, self._first, 0.0
@@ -378,5 +408,6 @@ __all__ = [
     "observe",
     "observer_gain",
     "scan_recurrence",
+    "torque_reading",
     "transition",
 ]
