@@ -9,6 +9,8 @@ For the ``sensor_msgs/JointState`` stream of a bag (read and matched to the mode
   observer in batch form: feeding the bag to the node gives the same ``r``), with the efforts taken as
   samples at their states or as the torque held over the step into each state (``effort_timing``: a
   simulator's; ``auto`` fits both and keeps the one with the smaller residual RMS);
+* the observer starts at the first state with a torque reading (leading states at rest with every effort
+  exactly 0 carry none: a simulator's first state, a delay line filling; ``settings["unread"]`` counts them);
 * the collision events of per-joint thresholds with hysteresis (:mod:`robot_dynamics.contact`, the
   node's detector): when each joint entered and left collision; with reversal allowances the
   thresholds grow near each joint's velocity reversals (the reversal weights ``z`` of every sample);
@@ -188,7 +190,8 @@ def analyse(
     rms = {timing: float(np.sqrt(np.mean(r.r**2))) for timing, r in runs.items()}
     timing = min(rms, key=rms.__getitem__)
     run = runs[timing]
-    weights = reversal_weights(run.t, series.velocity[good], k, band)
+    weights = np.zeros(run.r.shape)  # from the observer's start, as the node's detector weighs them
+    weights[run.start :] = reversal_weights(run.t[run.start :], series.velocity[good][run.start :], k, band)
     events = transitions(run.t, run.r, th, clear_ratio, extra, weights) if th is not None else []
     return ContactAnalysis(
         bag=bag,
@@ -211,6 +214,7 @@ def analyse(
             "reversal_velocity": band.tolist(),
             "effort_timing": timing,
             "effort_timing_rms": rms,
+            "unread": run.start,
         },
     )
 

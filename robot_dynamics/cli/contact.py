@@ -198,6 +198,12 @@ def run_contact(args: argparse.Namespace) -> int:
         f"friction {analysis.settings['friction']}; r = external joint torque [N·m]",
         file=log,
     )
+    if analysis.settings["unread"]:
+        print(
+            f"the observer starts at the first torque reading: {analysis.settings['unread']} leading joint states at "
+            "rest with every effort 0 not observed",
+            file=log,
+        )
     timing_rms = analysis.settings["effort_timing_rms"]
     if len(timing_rms) > 1:
         scores = ", ".join(f"{k} {v:.4g}" for k, v in timing_rms.items())

@@ -356,6 +356,7 @@ class ContactNode(RobotNode):
             ("in_collision", str(bool(detector and detector.in_collision)).lower()),
             ("collisions_raised", str(detector.raised if detector else 0)),
             ("observer_resets", str(self.resets)),
+            ("unread", str(self.observer.unread if self.observer else 0)),
             ("caught_up", str(self.caught_up)),
             ("wrench_condition", f"{self.wrench_condition:.3g}"),
             *((f"wrench_{s}_us", f"{wrench[f'compute_{s}_us']:.1f}") for s in ("mean", "p99", "max")),
