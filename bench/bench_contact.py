@@ -169,6 +169,25 @@ def slowed(part: JointTrajectorySampler, factor: float) -> JointTrajectorySample
     )
 
 
+def design(robot: Robot, out: Path, seed: int, fresh: bool) -> JointTrajectorySampler:
+    """``robot-dynamics excitation`` (20 s, 0.1 Hz, 4 harmonics, 1 s ramps) with ``seed``, kept in ``out``
+    (reused if present; the seeds after the first with a shorter search: only seed 0's conditioning matters)."""
+    path = out / f"excitation_{seed}.yaml"
+    if fresh or not path.exists():
+        t0 = time.perf_counter()
+        search = [] if seed == 0 else ["--starts", "1", "--iterations", "40"]
+        command(
+            [
+                "excitation", robot.urdf, *robot.options(), "--duration", "20", "--base-frequency",
+                "0.1", "--harmonics", "4", "--ramp", "1", "--seed", str(seed), *search, "--out", str(path),
+                "--force",
+            ]
+        )  # fmt: skip
+        print(f"  {robot.name}: robot-dynamics excitation (seed {seed}): {time.perf_counter() - t0:.0f} s")
+    msg = read_trajectory(path)
+    return JointTrajectorySampler(msg.times, msg.positions, msg.velocities, msg.accelerations)
+
+
 class Lab:
     """One robot: its stock model, plants, controller gains, trajectories and runs."""
 
@@ -189,22 +208,7 @@ class Lab:
         self.kp, self.kd = D * WN**2, 2.0 * ZETA * WN * D
 
     def _design(self, seed: int, fresh: bool) -> JointTrajectorySampler:
-        """``robot-dynamics excitation`` (20 s, 0.1 Hz, 4 harmonics, 1 s ramps) with ``seed`` (reused if
-        present; the seeds after the first with a shorter search: only seed 0's conditioning matters)."""
-        path = self.out / f"excitation_{seed}.yaml"
-        if fresh or not path.exists():
-            t0 = time.perf_counter()
-            search = [] if seed == 0 else ["--starts", "1", "--iterations", "40"]
-            command(
-                [
-                    "excitation", self.robot.urdf, *self.robot.options(), "--duration", "20", "--base-frequency",
-                    "0.1", "--harmonics", "4", "--ramp", "1", "--seed", str(seed), *search, "--out", str(path),
-                    "--force",
-                ]
-            )  # fmt: skip
-            print(f"  {self.robot.name}: robot-dynamics excitation (seed {seed}): {time.perf_counter() - t0:.0f} s")
-        msg = read_trajectory(path)
-        return JointTrajectorySampler(msg.times, msg.positions, msg.velocities, msg.accelerations)
+        return design(self.robot, self.out, seed, fresh)
 
     def plant(self, variant: str) -> MujocoPlant:
         """The plant of ``variant`` (:data:`VARIANTS`)."""
