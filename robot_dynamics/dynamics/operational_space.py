@@ -145,7 +145,7 @@ def _singular_message(describe: str, k: int, condition: FloatArray, bad: np.ndar
         )
     return (
         f"operational-space inertia of {describe}: J D^-1 J^T ({k} rows) is singular{where}: {cause}; "
-        "choose the task's rows (rows='linear', 'angular' or row indices) or ask for the pseudo-inverse (rcond)"
+        "choose the task's rows (linear, angular or row indices) or ask for the pseudo-inverse (rcond)"
     )
 
 

@@ -105,7 +105,7 @@ def chain_frame(model: RobotModel, link: LinkName = None) -> ChainFrame:
             raise StateError(
                 f"link: robot {model.name!r} has no link {link!r}{suggest(link, listed)}; the chain's frames: "
                 f"{', '.join(listed)} (a link fixed to one of them is merged into it: load the model with it as "
-                "tip_link to reach it)"
+                "tip_link or base_link to reach it)"
             )
         index, name = names[link], link
     weights = np.zeros(n + 2)
