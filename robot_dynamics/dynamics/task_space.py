@@ -37,6 +37,7 @@ serves every frame: the frame is an input of it (weights over the chain's frames
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -50,7 +51,7 @@ from ..models.validation import suggest
 from . import _state
 from ._dispatch import library, single, try_evaluate
 from ._kernel_key import KernelKey
-from ._kernels import kernels
+from ._kernels import ModelKernels, kernels
 from .operational_space import RowsName, TaskInertia, check_rcond, invert_task_inertia, select_rows, task_rows
 
 Axes = Literal["base", "link"]
@@ -69,6 +70,7 @@ class ChainFrame:
     index: int
     moved_by: int
     weights: FloatArray
+    weight_list: list[float]
 
 
 def link_names(model: RobotModel) -> list[str]:
@@ -79,7 +81,11 @@ def link_names(model: RobotModel) -> list[str]:
 
 def chain_frame(model: RobotModel, link: LinkName = None) -> ChainFrame:
     """The frame ``link`` names (module doc); StateError for a name or index the chain does not have."""
-    known = kernels(model).frames  # resolved once per model and name
+    return _frame(kernels(model), model, link)
+
+
+def _frame(K: ModelKernels, model: RobotModel, link: LinkName) -> ChainFrame:
+    known = K.frames  # resolved once per model and name
     if type(link) is str or link is None:
         found: ChainFrame | None = known.get(link)
         if found is not None:
@@ -111,7 +117,7 @@ def chain_frame(model: RobotModel, link: LinkName = None) -> ChainFrame:
     weights = np.zeros(n + 2)
     weights[index] = 1.0
     weights.setflags(write=False)
-    found = known[link] = ChainFrame(name, index, min(index, n), weights)
+    found = known[link] = ChainFrame(name, index, min(index, n), weights, weights.tolist())
     return found
 
 
@@ -125,26 +131,40 @@ _ZEROS: dict[int, FloatArray] = {}
 
 
 def _outputs(
-    model: RobotModel, key: KernelKey, q: ArrayLike, qd: ArrayLike | None, frame: ChainFrame, backend: str | None
+    K: ModelKernels,
+    model: RobotModel,
+    key: KernelKey,
+    q: ArrayLike,
+    qd: ArrayLike | None,
+    frame: ChainFrame,
+    backend: str | None,
 ) -> FloatArray:
     """The ``"frame"`` or ``"task"`` program (:class:`~._kernel_key.KernelKey`) on one state or a batch:
     ``(k,)`` or ``(N, k)`` outputs; ``qd`` ``None``: zero."""
-    K = kernels(model)
     n = K.n
     if qd is None:
         qd = _ZEROS.get(n)
         if qd is None:
             qd = _ZEROS[n] = np.zeros(n)
             qd.setflags(write=False)
-    out = single(model, K, backend, key, q, qd, frame.weights)
+    out = single(model, K, backend, key, q, qd, frame.weights)  # one state on the native library
     if out is not None:
         return out
+    native = library(model, K, backend)
+    lists = _state.fast_single(n, q, qd) if native is None else None
+    if lists is not None:  # one state on the Python float program
+        try:
+            program = K.program(key)
+            if program is not None:
+                return np.array(program.scalar(*lists, frame.weight_list))
+        except (ValueError, ZeroDivisionError):  # a pivot of D that is not positive: reported below
+            pass
     what = f"{n} joints of robot {model.name!r}"
     items = [("q", q, n, what), ("qd", qd, n, what), ("frame", frame.weights, n + 2, "frame weights")]
     batch, values = _state.validate(items)
     try:  # (a pivot of D that is a constant 0 fails while the program is built)
         with np.errstate(invalid="ignore", divide="ignore"):
-            result = try_evaluate(K, library(model, K, backend), key, batch, values)
+            result = try_evaluate(K, native, key, batch, values)
     except (ValueError, ZeroDivisionError):
         result = None
     if result is None:
@@ -158,19 +178,23 @@ def _not_positive_definite(model: RobotModel) -> StateError:
     )
 
 
-def _pose(out: FloatArray) -> FloatArray:
-    return np.array(out[..., :16].reshape(*out.shape[:-1], 4, 4))
+def _block(out: FloatArray, start: int, shape: tuple[int, ...]) -> FloatArray:
+    """Outputs ``start..`` as ``shape`` per state: a view for one state, contiguous for a batch."""
+    stop = start + math.prod(shape)
+    if out.ndim == 1:
+        return out[start:stop].reshape(shape)
+    return np.ascontiguousarray(out[:, start:stop]).reshape(-1, *shape)
 
 
-def _in_axes(out: FloatArray, n: int, axes: Axes, start: int, columns: int) -> FloatArray:
+def _in_axes(out: FloatArray, axes: Axes, start: int, columns: int) -> FloatArray:
     """The ``6 x columns`` block of the outputs from ``start`` (``J``: n columns, ``Jdot qd``: 1), in
     ``axes``: ``diag(R^T, R^T) X`` for the frame's own."""
-    lead = out.shape[:-1]
-    block = out[..., start : start + 6 * columns]
     if axes == "base":
-        return np.array(block.reshape(*lead, 6, columns))
+        return _block(out, start, (6, columns))
+    lead = out.shape[:-1]
     Rt = np.swapaxes(out[..., :16].reshape(*lead, 4, 4)[..., :3, :3], -1, -2)
-    return np.asarray(Rt[..., None, :, :] @ block.reshape(*lead, 2, 3, columns)).reshape(*lead, 6, columns)
+    block = out[..., start : start + 6 * columns].reshape(*lead, 2, 3, columns)
+    return np.asarray(Rt[..., None, :, :] @ block).reshape(*lead, 6, columns)
 
 
 def _task_inertia(
@@ -218,8 +242,8 @@ class TaskSpace:
     rank: np.ndarray | None
 
 
-def _task_key(model: RobotModel, motor_inertia: bool | None) -> KernelKey:
-    return TASK[kernels(model).motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)]
+def _task_key(K: ModelKernels, motor_inertia: bool | None) -> KernelKey:
+    return TASK[K.motor_inertia_in_d if motor_inertia is None else bool(motor_inertia)]
 
 
 def task_space(
@@ -240,16 +264,17 @@ def task_space(
     (module doc), from one compiled call."""
     axes = _check_axes(axes)
     picked, cut = task_rows(rows), check_rcond(rcond)
-    frame = chain_frame(model, link)
-    n = model.dof
-    out = _outputs(model, _task_key(model, motor_inertia) if inertia else FRAME, q, qd, frame, backend)
+    K = kernels(model)
+    frame = _frame(K, model, link)
+    n = K.n
+    out = _outputs(K, model, _task_key(K, motor_inertia) if inertia else FRAME, q, qd, frame, backend)
     solved = _task_inertia(model, out, n, frame, axes, picked, cut) if inertia else None
     return TaskSpace(
         link=frame.name,
         axes=axes,
-        pose=_pose(out),
-        jacobian=_in_axes(out, n, axes, 16, n),
-        jdot_qdot=_in_axes(out, n, axes, 16 + 6 * n, 1)[..., 0],
+        pose=_block(out, 0, (4, 4)),
+        jacobian=_in_axes(out, axes, 16, n),
+        jdot_qdot=_in_axes(out, axes, 16 + 6 * n, 1)[..., 0],
         inertia=None if solved is None else solved.inertia,
         rows=picked,
         condition=None if solved is None else solved.condition,
@@ -259,7 +284,8 @@ def task_space(
 
 def link_pose(model: RobotModel, q: ArrayLike, *, link: LinkName = None, backend: str | None = None) -> FloatArray:
     """The pose ``(..., 4, 4)`` of the frame ``link`` (default the tool frame) in the base frame ``F_0``."""
-    return _pose(_outputs(model, FRAME, q, None, chain_frame(model, link), backend))
+    K = kernels(model)
+    return _block(_outputs(K, model, FRAME, q, None, _frame(K, model, link), backend), 0, (4, 4))
 
 
 def link_jacobian(
@@ -267,7 +293,8 @@ def link_jacobian(
 ) -> FloatArray:
     """The geometric Jacobian ``(..., 6, n)`` of the frame ``link``: ``J qd = [v; w]``, in ``axes``."""
     axes = _check_axes(axes)
-    return _in_axes(_outputs(model, FRAME, q, None, chain_frame(model, link), backend), model.dof, axes, 16, model.dof)
+    K = kernels(model)
+    return _in_axes(_outputs(K, model, FRAME, q, None, _frame(K, model, link), backend), axes, 16, K.n)
 
 
 def jacobian_dot_qdot(
@@ -281,8 +308,9 @@ def jacobian_dot_qdot(
 ) -> FloatArray:
     """``Jdot qd`` ``(..., 6)`` of the frame ``link``: ``[a; alpha]`` at ``qdd = 0``, in ``axes``."""
     axes = _check_axes(axes)
-    n = model.dof
-    return _in_axes(_outputs(model, FRAME, q, qd, chain_frame(model, link), backend), n, axes, 16 + 6 * n, 1)[..., 0]
+    K = kernels(model)
+    out = _outputs(K, model, FRAME, q, qd, _frame(K, model, link), backend)
+    return _in_axes(out, axes, 16 + 6 * K.n, 1)[..., 0]
 
 
 def operational_space_inertia(
@@ -303,9 +331,10 @@ def operational_space_inertia(
     (:mod:`.operational_space`)."""
     axes = _check_axes(axes)
     picked, cut = task_rows(rows), check_rcond(rcond)
-    frame = chain_frame(model, link)
-    out = _outputs(model, _task_key(model, motor_inertia), q, None, frame, backend)
-    return _task_inertia(model, out, model.dof, frame, axes, picked, cut).inertia
+    K = kernels(model)
+    frame = _frame(K, model, link)
+    out = _outputs(K, model, _task_key(K, motor_inertia), q, None, frame, backend)
+    return _task_inertia(model, out, K.n, frame, axes, picked, cut).inertia
 
 
 __all__ = [
