@@ -3,7 +3,7 @@
 * QoS profiles of the robot description and data topics;
 * message validation: joint names matched to the model (any order, extra joints ignored for joint
   states), NaN/inf, lengths, trajectories;
-* time, ``std_msgs/Float64MultiArray`` and ``geometry_msgs/Pose`` conversions;
+* time and ``std_msgs/Float64MultiArray`` conversions;
 * throttled warnings per reason, counters and the ``diagnostic_msgs`` key/values;
 * :class:`StartupError`, the error that keeps a node from starting.
 
@@ -22,9 +22,7 @@ from typing import Any
 import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import Pose
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from scipy.spatial.transform import Rotation
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from robot_dynamics.errors import StateError
@@ -115,15 +113,6 @@ def to_multiarray(values: Any, labels: Sequence[str]) -> Float64MultiArray:
         for i, (label, size) in enumerate(zip(labels, arr.shape, strict=True))
     ]
     msg.data = as_double_array(arr.reshape(-1))
-    return msg
-
-
-def pose_msg(pose: FloatArray) -> Pose:
-    """``geometry_msgs/Pose`` of a 4 x 4 homogeneous transform (unit quaternion, ``w >= 0``)."""
-    x, y, z, w = Rotation.from_matrix(pose[:3, :3]).as_quat(canonical=True)
-    msg = Pose()
-    msg.position.x, msg.position.y, msg.position.z = (float(v) for v in pose[:3, 3])
-    msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = float(x), float(y), float(z), float(w)
     return msg
 
 

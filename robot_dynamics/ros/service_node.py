@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Pose
+from scipy.spatial.transform import Rotation
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics import dynamics
@@ -41,7 +43,6 @@ from robot_dynamics.ros.messages import (
     name_index,
     one_line,
     ordered_arrays,
-    pose_msg,
     to_multiarray,
 )
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
@@ -345,6 +346,15 @@ def _profile_law(model: RobotModel, profile: Any) -> Any:
             raise RequestError(problem)
     efforts = np.array(rows)
     return TorqueProfile(times, efforts)
+
+
+def pose_msg(pose: FloatArray) -> Pose:
+    """``geometry_msgs/Pose`` of a 4 x 4 homogeneous transform (unit quaternion, ``w >= 0``)."""
+    x, y, z, w = Rotation.from_matrix(pose[:3, :3]).as_quat(canonical=True)
+    msg = Pose()
+    msg.position.x, msg.position.y, msg.position.z = (float(v) for v in pose[:3, 3])
+    msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = float(x), float(y), float(z), float(w)
+    return msg
 
 
 def trajectory_msg(
