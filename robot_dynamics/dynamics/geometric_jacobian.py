@@ -101,7 +101,8 @@ def geometric_jacobian(
     rows: list[list[Scalar]] = [[0.0] * chain.dof for _ in range(6)]
     origins = frames.origins[1 : chain.dof + 1]
     for j, (link, z, o, m) in enumerate(zip(chain.links, frames.axes, origins, moved, strict=True)):
-        linear, angular = (z, Vec3.zero()) if link.prismatic else (z.cross(p - o), z)
-        for r, value in enumerate((*(linear * m), *(angular * m))):
+        axis = z * m  # m_i z_i: the column is zero for a joint that does not move the frame
+        linear, angular = (axis, Vec3.zero()) if link.prismatic else (axis.cross(p - o), axis)
+        for r, value in enumerate((*linear, *angular)):
             rows[r][j] = value
     return rows, R, p
