@@ -8,6 +8,11 @@ quietly with status 0 instead of starting its nodes. (Raising from the handler i
 the imports wherever they are, a finaliser included, where Python prints the exception and drops
 it.) The executable's ``main()`` (``robot_dynamics.ros.process.run_nodes``) installs the nodes' own
 stop handler, which takes over a request recorded here.
+
+Once ``main()`` returned, both signals are ignored: only the interpreter's and the middleware's
+teardown is left (~0.1-0.2 s), and Python resets its own handlers first, so a signal then ended the
+process with status -2 instead of its own (under ``ros2 launch``, almost every node stopped after a
+sibling's fatal error had failed itself and was exiting). SIGKILL still ends it.
 """
 
 from __future__ import annotations
@@ -27,12 +32,18 @@ class _StopDuringStartup:
         self.requested = True
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _run(module: str) -> int:
     stop = _StopDuringStartup()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in SIGNALS:
         signal.signal(signum, stop)
     main = import_module(module).main
-    return 0 if stop.requested else int(main())
+    status = 0 if stop.requested else int(main())
+    for signum in SIGNALS:  # the status stands (SIG_IGN outlives the interpreter's own teardown)
+        signal.signal(signum, signal.SIG_IGN)
+    return status
 
 
 def feedforward_node() -> int:
