@@ -29,8 +29,6 @@ from robot_dynamics.control import (
     ControlLaw,
     Controller,
     ControlSettings,
-    as_gains,
-    gains_error,
 )
 from robot_dynamics.feedforward import FeedforwardLaw
 from robot_dynamics.model import FloatArray, RobotModel
@@ -38,6 +36,7 @@ from robot_dynamics.ros.messages import StartupError
 from robot_dynamics.ros.parameters import check_non_negative
 from robot_dynamics.ros.robot_node import ParameterCheck, RobotNode, check_bool, check_choice
 from robot_dynamics.trajectory import JointTrajectorySampler
+from robot_dynamics.user_input import as_gains, gains_error
 
 #: ``publish(stamp ns, position, velocity, torque) -> whether anything was written``
 Publish = Callable[[int, FloatArray, FloatArray, FloatArray], bool]
