@@ -46,6 +46,8 @@ from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.models.provenance import Provenance
 from robot_dynamics.models.robots import DEFAULT_ROBOT, load_robot
 
+from .base import BaseParameters, base_parameters
+from .choice import PLAIN_FRICTION, PLAIN_VELOCITY, Candidate, Choice, Validator, choose
 from .fitting import fit_statistics
 from .friction_laws import (
     DEFAULT_FRICTION,
@@ -54,6 +56,7 @@ from .friction_laws import (
     friction_parameter_set,
     reduction_parameter_set,
 )
+from .noise import sensor_noise
 from .parallel import default_jobs, map_tasks
 from .parameters import IdentificationError, ParameterSet
 from .result import Excitation, IdentificationResult, payload_parameter_set
@@ -69,9 +72,15 @@ from .samples import (
     bag_statistics,
     bags_in_spans,
     expand_bags,
+    with_selection,
 )
 
 __all__ = ["Excitation", "IdentificationResult", "compare_laws", "fit_statistics", "identify", "robot_geometry"]
+
+METHODS = ("identify", "plain")  # identify's fit, or plain weighted least squares (the baseline)
+AUTO = "auto"
+WINDOWS = (0.05, 0.1)  # s: the differentiation windows tried (each one more reduction of the data)
+WINDOW_STATES = 200_000  # states: above this the window is not searched (WINDOW_S; --window auto forces it)
 
 
 def _velocities(value: float | Sequence[float]) -> float | tuple[float, ...]:
@@ -203,16 +212,18 @@ def identify(
     progress: bool | None = None,
     seed: int = 0,
     provenance: Provenance | None = None,
-    friction: str = DEFAULT_FRICTION,
-    reversal_velocity: float | Sequence[float] = REVERSAL_VELOCITY,
-    stick_velocity: float = STICK_VELOCITY,
+    friction: str = AUTO,
+    reversal_velocity: float | Sequence[float] | str = AUTO,
+    stick_velocity: float | str = AUTO,
     compare_friction: bool = True,
-    window: float = WINDOW_S,
+    window: float | str | None = None,
     bounded: bool = True,
     geometry: Sequence[FloatArray | None] | None = None,
     effort_lag: int | str = 0,
     reversals: bool = True,
     acceleration: str = "savgol",
+    method: str = "identify",
+    sensor_noise_estimate: bool = True,
 ) -> IdentificationResult:
     """Identify ``robot``'s dynamic parameters from recorded bags (module docstring).
 
@@ -241,6 +252,14 @@ def identify(
     training residual kept, as for the lag). ``reversals``: each
     joint's Coulomb width (and the reversal's timing, reported) from the rows below the reversal
     velocity (:mod:`.reversals`; ``result.reversals``; a tanh Coulomb law only).
+    ``method``: "identify" (the above) or "plain": plain weighted least squares, the baseline every
+    choice is measured against (two-pass weights; each joint's rows slower than
+    :data:`.choice.PLAIN_VELOCITY` left out, no stick band, ``viscous-coulomb`` unless ``friction`` is
+    given, no consistent fit, no reversal fit). ``friction``, ``reversal_velocity``, ``stick_velocity``
+    and ``window`` left at "auto" (``window`` None: "auto" up to :data:`WINDOW_STATES` states, else
+    :data:`.samples.WINDOW_S`) are chosen by blocked cross-validation inside the training part
+    (:mod:`.choice`; ``result.choice``); a value given is used as is. ``sensor_noise_estimate``: the
+    torque sensor's noise apart from the residual (:mod:`.noise`; ``result.sensor_noise``).
     ``provenance``: the robot file and chain options ``robot`` was loaded with, recorded in the model
     file so that the same options load it as a no-op (:mod:`robot_dynamics.models.provenance`).
     ``jobs``/``scheduler``: where the bags are reduced (:mod:`.parallel`; with fewer bags than local
@@ -252,27 +271,52 @@ def identify(
         raise IdentificationError(f"effort lag must be an integer or 'auto', got {effort_lag!r}")
     if acceleration != "auto" and acceleration not in ACCELERATIONS:
         raise IdentificationError(f"acceleration must be one of {[*ACCELERATIONS, 'auto']}, got {acceleration!r}")
+    if method not in METHODS:
+        raise IdentificationError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    if window is not None and window != AUTO and not (isinstance(window, (int, float)) and window > 0.0):
+        raise IdentificationError(f"window must be a positive number of seconds or 'auto', got {window!r}")
+    if stick_velocity != AUTO and not isinstance(stick_velocity, (int, float)):
+        raise IdentificationError(f"stick velocity must be a number or 'auto', got {stick_velocity!r}")
+    if isinstance(reversal_velocity, str) and reversal_velocity != AUTO:
+        raise IdentificationError(f"reversal velocity must be numbers or 'auto', got {reversal_velocity!r}")
+    if friction != AUTO:
+        friction = check_friction(friction)
+    plain = method == "plain"
     model = robot if isinstance(robot, RobotModel) else load_robot(robot)
     items = [bags] if isinstance(bags, (str, os.PathLike)) else list(bags)
     paths = expand_bags([os.fspath(b) for b in items])
-    friction = check_friction(friction)
     laws = pset is None and not payload_only  # the data reduced once for every friction law
+    searching = laws and not plain  # the constants that decide which rows count, chosen from the data
+    given: dict[str, Any] = {}
+    if friction != AUTO:
+        given["friction"] = friction
+    if reversal_velocity != AUTO:
+        given["reversal_velocity"] = _velocities(reversal_velocity)  # type: ignore[arg-type]
+    if stick_velocity != AUTO:
+        given["stick_velocity"] = float(stick_velocity)  # type: ignore[arg-type]
+    if window is not None and window != AUTO:
+        given["window"] = float(window)  # type: ignore[arg-type]
+    law = friction if friction != AUTO else (PLAIN_FRICTION if plain else DEFAULT_FRICTION)
     if payload_only:
         pset = payload_parameter_set(model)
     elif pset is None:
-        pset = friction_parameter_set(friction, coulomb)
+        pset = friction_parameter_set(law, coulomb)
     superset = reduction_parameter_set(coulomb) if laws else pset
+    default_cut: float | tuple[float, ...] = PLAIN_VELOCITY if plain else REVERSAL_VELOCITY
     if settings is None:
         settings = PipelineSettings(
             joint_states=joint_states,
             joint_map=tuple(sorted((joint_map or {}).items())),
             holdout=holdout,
-            reversal_velocity=_velocities(reversal_velocity),
-            stick_velocity=stick_velocity,
-            window_s=window,
+            reversal_velocity=given.get("reversal_velocity", default_cut),
+            stick_velocity=given.get("stick_velocity", STICK_VELOCITY),
+            stick_band=not plain or "stick_velocity" in given,
+            window_s=given.get("window", WINDOW_S),
             effort_lag=0 if effort_lag == "auto" else effort_lag,  # type: ignore[arg-type]
             acceleration="savgol" if acceleration == "auto" else acceleration,
         )
+    if plain:
+        consistent, reversals, compare_friction = False, False, False
     if scheduler is not None:  # workers elsewhere: absolute paths (the bags must be readable there)
         paths = [str(Path(path).resolve()) for path in paths]
     options: dict[str, Any] = {
@@ -301,28 +345,50 @@ def identify(
         reducing[0] += time.perf_counter() - began
         return stats
 
-    def fit(stats: list[SampleStatistics], lag_settings: PipelineSettings, **more: Any) -> IdentificationResult:
-        assert pset is not None
-        return fit_statistics(model, pset, stats, friction=friction, **{**options, "settings": lag_settings, **more})
+    bases: dict[ParameterSet, BaseParameters] = {}  # each parameter set's base parameters, computed once
+
+    def fit(
+        stats: list[SampleStatistics], lag_settings: PipelineSettings, law: str, **more: Any
+    ) -> IdentificationResult:
+        used = pset if not laws else friction_parameter_set(law, coulomb)
+        assert used is not None
+        if used not in bases:
+            bases[used] = base_parameters(model, used, rng=np.random.default_rng(seed))
+        return fit_statistics(
+            model, used, stats, friction=law, base=bases[used], **{**options, "settings": lag_settings, **more}
+        )
 
     scores: list[float | None] = []
     tried = pairings(settings, effort_lag, acceleration)
     if len(tried) > 1:  # least squares for each pairing (a constraint must not decide it), then the fit
         reductions = [reduce(candidate) for candidate in tried]
-        scores = lag_scores([fit(st, c, consistent=False) for c, st in zip(tried, reductions, strict=True)])
+        scores = lag_scores([fit(st, c, law, consistent=False) for c, st in zip(tried, reductions, strict=True)])
         best = int(np.argmin([np.inf if v is None else v for v in scores]))
         settings, stats = tried[best], reductions[best]
     else:
         stats = reduce(settings)
-    result = fit(stats, settings)
-    if reversals and not payload_only and result.identified is not None and pset.coulomb == "tanh":
+    choice: Choice | None = None
+    if searching:
+        choice, settings, stats = _choose_rows(
+            model, stats, settings, superset, coulomb, given, window, prior_weight, seed, reduce, bases
+        )
+        law = choice.chosen.friction
+    result = fit(stats, settings, law)
+    result.choice = choice
+    result.method = method
+    slow_cut = settings.reversal(model)
+    if reversals and not payload_only and result.identified is not None and pset.coulomb == "tanh" and slow_cut.any():
         tasks = [BagTask(path, model, superset, settings) for path in paths]
         if local:
             series = [slow_series(task) for task in tasks]
         else:  # where the bags are (a cluster's workers): only the slow rows come back
             series = map_tasks(slow_series, tasks, jobs=jobs, scheduler=scheduler, progress=False, label="slow rows")
-        result.reversals = fit_reversals(result.identified, series, settings.reversal(model))
+        result.reversals = fit_reversals(result.identified, series, slow_cut)
         result.identified = result.reversals.apply(result.identified)
+    if sensor_noise_estimate and result.identified is not None:
+        began = time.perf_counter()
+        result.sensor_noise = sensor_noise(result.identified, stats, settings)
+        result.elapsed["sensor_noise_s"] = time.perf_counter() - began
     result.effort_lag_scores = (
         [{"lag": c.effort_lag, "acceleration": c.acceleration, "score": v} for c, v in zip(tried, scores, strict=True)]
         if scores
@@ -331,6 +397,78 @@ def identify(
     fit_options = {**options, "settings": settings}
     if laws and compare_friction:
         result.friction_comparison = compare_laws(model, stats, result, coulomb, fit_options)
+    if choice is not None:
+        result.elapsed["choice_s"] = choice.elapsed_s
     result.provenance = provenance
     result.elapsed = {"reduce_s": reducing[0], **result.elapsed, "total_s": time.perf_counter() - clock}
     return result
+
+
+def _windows(stats: Sequence[SampleStatistics], settings: PipelineSettings) -> list[float]:
+    """The windows of :data:`WINDOWS` that differ in samples at the data's rate (the first data set's)."""
+    from robot_dynamics.bag.differentiate import SavitzkyGolay
+
+    first = stats[0]
+    period = first.duration / max(first.messages - 1, 1)
+    t = np.arange(64) * period
+    out: dict[int, float] = {}
+    for w in WINDOWS:
+        out.setdefault(SavitzkyGolay.for_times(t, w, settings.polyorder).window, w)
+    return list(out.values())
+
+
+def _choose_rows(
+    model: RobotModel,
+    stats: list[SampleStatistics],
+    settings: PipelineSettings,
+    superset: ParameterSet,
+    coulomb: str,
+    given: Mapping[str, Any],
+    window: float | str | None,
+    prior_weight: float,
+    seed: int,
+    reduce: Any,
+    bases: dict[ParameterSet, BaseParameters],
+) -> tuple[Choice, PipelineSettings, list[SampleStatistics]]:
+    """The rows, the friction law and the window chosen by cross-validation (:mod:`.choice`), each value
+    ``given`` fixed; the chosen settings and the data sets' sums for them."""
+    given_cut = given.get("reversal_velocity")
+    velocities = None if given_cut is None else [given_cut]
+    if "stick_velocity" in given:
+        sticks: tuple[bool, ...] = (settings.stick_velocity > 0.0,)
+    else:
+        sticks = (False, True) if settings.acceleration == "savgol" else (False,)
+    laws = None if "friction" not in given else [given["friction"]]
+    states = sum(s.messages for s in stats)
+    if "window" in given or settings.acceleration != "savgol":
+        windows = [settings.window_s]
+    elif window == AUTO or (window is None and states <= WINDOW_STATES):
+        windows = _windows(stats, settings)
+    else:
+        windows = [settings.window_s]
+    began = time.perf_counter()
+    results: list[tuple[Choice, PipelineSettings, list[SampleStatistics]]] = []
+    for w in windows:
+        here = settings if w == settings.window_s else replace(settings, window_s=w)
+        data = stats if here is settings else reduce(here)
+        validator = Validator(model, data, superset, coulomb, prior_weight, seed, bases)
+        plain = given.get("friction", PLAIN_FRICTION)
+        picked = choose(validator, velocities=velocities, sticks=sticks, laws=laws, plain_friction=plain)
+        for c in picked.candidates:
+            c.window_s = w
+        results.append((picked, here, data))
+    scored = [r for r in results if r[0].chosen.score is not None]
+    choice, here, data = min(scored, key=lambda r: r[0].chosen.score or np.inf)
+    candidates: list[Candidate] = [c for r in results for c in r[0].candidates]
+    plains = [r[0].plain for r in results if r[0].plain is not None and r[0].plain.window_s == WINDOW_S]
+    choice = Choice(
+        choice.chosen,
+        candidates,
+        plains[0] if plains else choice.plain,
+        choice.folds,
+        dict(given),
+        time.perf_counter() - began,
+    )
+    sel = choice.chosen.selection
+    settings = replace(here, reversal_velocity=sel.reversal, stick_band=sel.stick)
+    return choice, settings, [with_selection(s, sel) for s in data]

@@ -1,0 +1,274 @@
+"""Which rows to fit and which friction law: chosen from the data by blocked cross-validation.
+
+Every constant that decides which rows count — per joint the reversal velocity below which its rows
+are left out, whether every joint's rows near a joint's sticking are left out (the stick band), the
+friction law, the differentiation window — changes what the fit sees, and the best value depends on
+the recording (its rate, its length, how slowly each joint moves, how noisy the sensors are). A
+value that removes most of a slow joint's rows at 30 Hz can be right at 1 kHz. So each is chosen by
+K-fold cross-validation *inside the training part* (Hastie, Tibshirani & Friedman, "The Elements of
+Statistical Learning", 2nd ed., section 7.10; blocked, contiguous folds in time because neighbouring
+samples are correlated: Roberts et al., "Cross-validation strategies for data with temporal, spatial,
+hierarchical, or phylogenetic structure", Ecography 40, 2017): the training part of every data set is
+cut into :data:`.samples.FOLDS` contiguous blocks; for each candidate and each block, the candidate's
+rows of the other blocks are fitted and the fit is scored on **every** row of the block left out (the
+rows the feed-forward will meet, stuck ones included). The score is the torque RMS over every joint's
+rows in N·m (the unit the feed-forward's error is in: the joints weigh by their torque error, not by
+their noise), pooled over the blocks. The held-out part never enters, so its figure stays a test.
+
+The fits are the weighted least squares of :mod:`.fitting` (two-pass weights, the law's nonlinear
+parameters searched as in the final fit) with a tiny prior (:data:`CV_PRIOR`, so that a block's
+absence cannot leave a parameter undetermined). The regressor is built once: the reduction keeps the
+sums by row class and fold (:class:`.spans.Buckets`), and a candidate's sums are sums of classes.
+
+Candidates (:func:`choose`), each given value fixed instead of searched:
+
+1. one reversal velocity for every joint from :data:`VELOCITIES`, the stick band on and off, with
+   the ``viscous-coulomb`` law — among them the plain least-squares row selection (every joint's
+   rows slower than :data:`PLAIN_VELOCITY` left out, no stick band: :func:`plain_selection`);
+2. from the best of these, each joint's velocity in turn (one sweep of coordinate descent): a joint
+   that moves slowly can keep rows another joint's cut would remove;
+3. every friction law (:data:`.friction_laws.FRICTION_LAWS`) on the rows chosen.
+
+The candidate with the lowest score is chosen; the plain selection is always among those scored, so
+the choice can only be worse than plain least squares on held-out data by the difference between the
+validation blocks and the held-out part.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from robot_dynamics.errors import ModelError
+from robot_dynamics.model import FloatArray, RobotModel
+
+from .base import BaseParameters, base_parameters
+from .estimate import NormalEquations, fit_least_squares
+from .fitting import STRIBECK_DECAY, WIDTH_EVIDENCE, _family, _noise, _stribeck_known, _with_widths
+from .friction_laws import FRICTION_LAWS, columns, fit_widths, friction_parameter_set
+from .parameters import IdentificationError, ParameterSet, nominal_parameters
+from .samples import SampleStatistics
+from .spans import Buckets, Part, Selection
+from .stribeck import fit_stribeck_sums
+
+VELOCITIES = (0.0, 0.05, 0.1)  # rad/s or m/s: the reversal velocities tried (per joint in step 2)
+PLAIN_VELOCITY = 0.05  # rad/s or m/s: plain least squares leaves out each joint's rows slower than this
+PLAIN_FRICTION = "viscous-coulomb"  # plain least squares' friction columns (unless a law is given)
+CV_PRIOR = 1e-6  # the validation fits' pull toward the stock base parameters (relative information)
+
+
+def plain_selection(model: RobotModel) -> Selection:
+    """The rows of plain weighted least squares: each joint's rows at or above :data:`PLAIN_VELOCITY`."""
+    return Selection(tuple(PLAIN_VELOCITY for _ in range(model.dof)), False)
+
+
+@dataclass
+class Candidate:
+    """One candidate's validation: ``score`` the pooled torque RMS (N·m, every joint's rows), ``rms (n,)``
+    per joint, ``rows (n,)`` the training rows the selection keeps per joint (every fold)."""
+
+    selection: Selection
+    friction: str
+    stage: str
+    score: float | None = None
+    rms: FloatArray | None = None
+    rows: FloatArray | None = None
+    error: str | None = None
+    window_s: float | None = None
+
+    def label(self) -> str:
+        return f"{self.selection.label()}, {self.friction}"
+
+    def as_dict(self, names: Sequence[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "stage": self.stage,
+            "reversal_velocity": list(self.selection.reversal),
+            "stick_band": self.selection.stick,
+            "friction": self.friction,
+            "score": self.score,
+            "rms": None if self.rms is None else dict(zip(names, map(float, self.rms), strict=True)),
+            "rows": None if self.rows is None else dict(zip(names, map(int, self.rows), strict=True)),
+        }
+        if self.window_s is not None:
+            out["window_s"] = self.window_s
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass
+class Choice:
+    """What :func:`choose` scored and chose; ``given``: the settings the user fixed (not searched)."""
+
+    chosen: Candidate
+    candidates: list[Candidate]
+    plain: Candidate | None
+    folds: int
+    given: dict[str, Any] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+
+def _minus(a: Part, b: Part) -> Part:
+    families = {k: v - b.families[k] for k, v in a.families.items() if k in b.families}
+    return Part(a.ne - b.ne, a.sse - b.sse, families)
+
+
+def fold_buckets(stats: Sequence[SampleStatistics]) -> list[Buckets]:
+    """Per fold the row classes of every data set added (fold ``k`` of each data set together)."""
+    folds = len(stats[0].folds)
+    out = []
+    for k in range(folds):
+        total = stats[0].folds[k]
+        for s in stats[1:]:
+            total = total + s.folds[k]
+        out.append(total)
+    return out
+
+
+class Validator:
+    """Scores candidates on the folds of reduced data sets (module docstring)."""
+
+    def __init__(
+        self,
+        model: RobotModel,
+        stats: Sequence[SampleStatistics],
+        reduced: ParameterSet,
+        coulomb: str,
+        prior_weight: float = 0.0,
+        seed: int = 0,
+        bases: dict[ParameterSet, BaseParameters] | None = None,
+    ) -> None:
+        if not stats or not stats[0].folds:
+            raise IdentificationError("cross-validation needs data reduced by folds")
+        self.model, self.reduced, self.coulomb, self.seed = model, reduced, coulomb, seed
+        self.bases = {} if bases is None else bases  # shared with the final fit: each set's once
+        self.folds = fold_buckets(stats)
+        self.whole = [f.total() for f in self.folds]
+        self.prior = max(prior_weight, CV_PRIOR)
+        self.fixed = nominal_parameters(model, reduced)
+
+    def score(self, candidate: Candidate) -> Candidate:
+        """``candidate`` with its validation score (or the error that prevented it)."""
+        try:
+            pset = friction_parameter_set(candidate.friction, self.coulomb)
+            keep = columns(self.model, self.reduced, pset)
+            chosen = [f.select(candidate.selection) for f in self.folds]
+            total = chosen[0]
+            for part in chosen[1:]:
+                total = total + part
+            n = self.model.dof
+            sse, rows = np.zeros(n), np.zeros(n)
+            if pset not in self.bases:
+                self.bases[pset] = base_parameters(self.model, pset, rng=np.random.default_rng(self.seed))
+            base = self.bases[pset]
+            nominal = nominal_parameters(self.model, pset)
+            for k in range(len(self.folds)):
+                train = _minus(total, chosen[k]).select(keep, self.fixed)
+                valid = self.whole[k].select(keep, self.fixed)
+                theta, (ne,) = self._fit(train, [valid], candidate.friction, candidate.selection, pset, base, nominal)
+                sse += ne.residual_sum(theta)
+                rows += ne.rows
+            candidate.rows = np.asarray(total.ne.rows, dtype=float)
+            candidate.rms = np.sqrt(sse / np.maximum(rows, 1.0))
+            candidate.score = float(np.sqrt(sse.sum() / max(rows.sum(), 1.0)))
+        except (IdentificationError, ModelError, np.linalg.LinAlgError) as exc:
+            candidate.error = str(exc)
+        return candidate
+
+    def _fit(
+        self,
+        train: Part,
+        others: list[Part],
+        friction: str,
+        selection: Selection,
+        pset: ParameterSet,
+        base: BaseParameters,
+        nominal: FloatArray,
+    ) -> tuple[FloatArray, list[NormalEquations]]:
+        """Two-pass weighted least squares of ``train`` with ``friction``'s nonlinear parameters searched
+        (as :func:`.fitting.fit_statistics` does); the parameters and ``others``' normal equations of the law."""
+        prior, pb = self.prior, len(base.names)
+        parts = [train, *others]
+        data = [p.ne for p in parts]
+        if friction == "stribeck":
+            smallest = np.asarray(selection.reversal) / STRIBECK_DECAY
+            sfit = fit_stribeck_sums(data[0], _family(train, "stribeck", friction), base, nominal, prior, smallest=smallest)
+            data = [ne for ne in _stribeck_known(parts, sfit) if ne is not None]
+        sigma = _noise(data[0], fit_least_squares(data[0], base, nominal, prior).theta, pb)
+        sigma = _noise(data[0], fit_least_squares(data[0].with_weights(1.0 / sigma**2), base, nominal, prior).theta, pb)
+        weights = 1.0 / sigma**2
+        if friction == "smooth-coulomb":
+            fc = pset.layout(self.model).joint_column["Fc"]
+            family = _family(train, "coulomb", friction)
+            start = family.pick(np.full(self.model.dof, pset.coulomb_velocity))
+            pick = fit_widths(data[0].with_weights(weights), family, fc, base, nominal, prior, start, WIDTH_EVIDENCE)
+            if pick != start:
+                widths = np.array([family.grids[j, k] for j, k in enumerate(pick)])
+                data = [ne for ne in _with_widths(parts, fc, widths) if ne is not None]
+        theta = fit_least_squares(data[0].with_weights(weights), base, nominal, prior).theta
+        return theta, data[1:]
+
+
+def choose(
+    validator: Validator,
+    *,
+    velocities: Sequence[float] | None = None,
+    sticks: Sequence[bool] = (False, True),
+    laws: Sequence[str] | None = None,
+    plain_friction: str = PLAIN_FRICTION,
+) -> Choice:
+    """The candidates of the module docstring, scored; ``velocities``: the reversal velocities to try
+    (None: :data:`VELOCITIES`; one value: the user's, or a tuple of per-joint values as one candidate),
+    ``sticks``: the stick band's settings to try, ``laws``: the friction laws (None: every law)."""
+    clock = time.perf_counter()
+    model = validator.model
+    n = model.dof
+    tried: list[Candidate] = []
+    seen: dict[tuple[Selection, str], Candidate] = {}
+
+    def run(selection: Selection, friction: str, stage: str) -> Candidate:
+        key = (selection, friction)
+        if key not in seen:
+            seen[key] = validator.score(Candidate(selection, friction, stage))
+            tried.append(seen[key])
+        return seen[key]
+
+    def value(c: Candidate) -> float:
+        return np.inf if c.score is None else c.score
+
+    law_list = list(FRICTION_LAWS) if laws is None else list(laws)
+    first_law = PLAIN_FRICTION if PLAIN_FRICTION in law_list else law_list[0]
+    searched = velocities is None
+    uniform = [tuple(float(v) for _ in range(n)) for v in (VELOCITIES if velocities is None else velocities)]
+    plain = run(plain_selection(model), plain_friction, "plain") if searched and False in sticks else None
+    for stick in sticks:
+        for cut in uniform:
+            run(Selection(cut, stick), first_law, "uniform")
+    best = min(tried, key=value)
+    if searched:  # step 2: each joint's own reversal velocity
+        current = best
+        for j in range(n):
+            for v in VELOCITIES:
+                cut = list(current.selection.reversal)
+                if cut[j] == v:
+                    continue
+                cut[j] = v
+                trial = run(Selection(tuple(cut), current.selection.stick), current.friction, "per joint")
+                if value(trial) < value(current):
+                    current = trial
+        best = min(tried, key=value)
+    for law in law_list:  # step 3: the friction law on the chosen rows
+        run(best.selection, law, "friction")
+    chosen = min(tried, key=value)
+    if chosen.score is None:
+        problems = "; ".join(f"{c.label()}: {c.error}" for c in tried[:3])
+        raise IdentificationError(f"no candidate could be fitted in cross-validation ({problems})")
+    return Choice(chosen, tried, plain, len(validator.folds), elapsed_s=time.perf_counter() - clock)
+
+
+def with_candidate(candidate: Candidate, window_s: float) -> Candidate:
+    return replace(candidate, window_s=window_s)
