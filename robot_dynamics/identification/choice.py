@@ -196,7 +196,9 @@ class Validator:
         data = [p.ne for p in parts]
         if friction == "stribeck":
             smallest = np.asarray(selection.reversal) / STRIBECK_DECAY
-            sfit = fit_stribeck_sums(data[0], _family(train, "stribeck", friction), base, nominal, prior, smallest=smallest)
+            sfit = fit_stribeck_sums(
+                data[0], _family(train, "stribeck", friction), base, nominal, prior, smallest=smallest
+            )
             data = [ne for ne in _stribeck_known(parts, sfit) if ne is not None]
         sigma = _noise(data[0], fit_least_squares(data[0], base, nominal, prior).theta, pb)
         sigma = _noise(data[0], fit_least_squares(data[0].with_weights(1.0 / sigma**2), base, nominal, prior).theta, pb)

@@ -31,12 +31,14 @@ sensor's data sheet with.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from robot_dynamics.dynamics.inverse import inverse_dynamics
 from robot_dynamics.model import FloatArray, RobotModel
 
+from .parameters import ParameterSet
 from .samples import PipelineSettings, SampleStatistics
 from .spans import derivatives, plan, spans
 
@@ -92,13 +94,23 @@ def sensor_noise(
         if s.excerpt is None:
             continue
         t, q, qd, tau = s.excerpt
-        cut = plan(t, q, replace_holdout(settings), s.name)
+        cut = plan(t, q, replace(settings, holdout=0.0), s.name)
         half = cut.filt.window // 2
         body = slice(half, t.shape[0] - half)
         if body.stop - body.start < 3:
             continue
         (span,) = spans(
-            identified, _pset(), t, q, qd, tau, body, cut, body.stop - body.start, s.name, acceleration=settings.acceleration
+            identified,
+            ParameterSet(),
+            t,
+            q,
+            qd,
+            tau,
+            body,
+            cut,
+            body.stop - body.start,
+            s.name,
+            acceleration=settings.acceleration,
         )
         qd_rows, qdd_rows, _ = derivatives(span)
         q_rows, tau_rows = q[body], tau[body]
@@ -110,16 +122,3 @@ def sensor_noise(
     if not np.any(rows > 0):
         return None
     return np.where(rows > 0, np.sqrt(total / np.maximum(rows, 1.0)), np.nan)
-
-
-def replace_holdout(settings: PipelineSettings) -> PipelineSettings:
-    """``settings`` without a hold-out (an excerpt is training rows only)."""
-    from dataclasses import replace
-
-    return replace(settings, holdout=0.0)
-
-
-def _pset():  # type: ignore[no-untyped-def]
-    from .parameters import ParameterSet
-
-    return ParameterSet()

@@ -13,8 +13,8 @@ reduced which span: the result is the same bit for bit however the spans are spr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
