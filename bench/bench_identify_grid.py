@@ -8,8 +8,9 @@ fingers locked) that deviate from their stock URDFs as in ``config/plant_deviati
 damping, Coulomb ``frictionloss``, armature; every moving link's mass and inertia × U[0.8, 1.2]), under
 PD + the stock file's feed-forward (``kp = 400 D_ii``, ``kd = 40 D_ii``) along sums of three sines per
 joint (0.1 Hz apart from joint to joint, ramped in and out). Each run lasts the cell's duration; it is
-measured through a sensor profile (:func:`measure`: one function of the plant's run and a profile
-name, so that a sensor model can be put in its place), cut to the cell's rate (every k-th sample) and
+measured through a sensor profile (:class:`SensedPlant` for the joint states the controller and the
+recording see, :func:`measure` for the efforts: the only places that know the profile, so that a sensor
+model can be put in their place), cut to the cell's rate (every k-th sample) and
 written as a bag; then ``identify`` with its defaults and ``identify --method plain`` on the same bag,
 the same held-out part (the last 30 %), and the same effort lag and acceleration estimate.
 
@@ -115,7 +116,53 @@ def motion(home: np.ndarray, duration: float, seed: int) -> JointTrajectorySampl
     return JointTrajectorySampler(t, q, qd, qdd)
 
 
-def simulate(name: str, duration: float, seed: int) -> tuple[rd.RobotModel, PlantRun]:
+class SensedPlant:
+    """A plant as its controller sees it through a sensor ``profile`` (:data:`PROFILES`): a quantized
+    encoder, and the driver's velocity (the encoder's difference over a step, low-passed). The loop
+    reacts to the sensors' noise, as a real arm's does; ``q``, ``qd`` are what the driver reports."""
+
+    def __init__(self, plant: MujocoPlant, profile: dict[str, float]) -> None:
+        self.plant, self.profile = plant, profile
+        self.q_measured = self._encoder(plant.q)
+        self.qd_measured = np.array(plant.qd, dtype=float)
+
+    def _encoder(self, q: np.ndarray) -> np.ndarray:
+        if "encoder_bits" not in self.profile:
+            return np.array(q, dtype=float)
+        step = 2.0 * np.pi / 2 ** self.profile["encoder_bits"]
+        return np.asarray(np.round(q / step) * step)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.plant, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "external_wrench":
+            self.plant.external_wrench = value
+        else:
+            object.__setattr__(self, name, value)
+
+    @property
+    def q(self) -> np.ndarray:
+        return self.q_measured if self.profile else self.plant.q
+
+    @property
+    def qd(self) -> np.ndarray:
+        return self.qd_measured if self.profile else self.plant.qd
+
+    def step(self, tau: np.ndarray) -> None:
+        self.plant.step(tau)
+        if not self.profile:
+            return
+        q = self._encoder(self.plant.q)
+        h = self.plant.period
+        alpha = h / (self.profile["velocity_tau"] + h)
+        self.qd_measured = self.qd_measured + alpha * ((q - self.q_measured) / h - self.qd_measured)
+        self.q_measured = q
+
+
+def simulate(name: str, duration: float, profile: str, seed: int) -> tuple[rd.RobotModel, PlantRun]:
+    """The plant of ``name`` under PD + stock feed-forward along :func:`motion`, its joint states as the
+    driver of sensor ``profile`` reports them and its true joint torques."""
     spec = ROBOTS[name]
     urdf = str(ROBOTS_DIR / spec["urdf"])
     with warnings.catch_warnings():
@@ -127,35 +174,27 @@ def simulate(name: str, duration: float, seed: int) -> tuple[rd.RobotModel, Plan
     plant.mjmodel.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
     home = np.asarray(spec["home"], dtype=float)
     plant.reset(home, np.zeros(stock.dof))
-    run = run_plant(
-        plant, _controller(stock, home), duration + 0.4, trajectory=motion(home, duration, seed), trajectory_start=0.2
-    )
+    sensed = SensedPlant(plant, PROFILES[profile])
+    trajectory = motion(home, duration, seed)
+    run = run_plant(sensed, _controller(stock, home), duration + 0.4, trajectory=trajectory, trajectory_start=0.2)  # type: ignore[arg-type]
     return stock, run
 
 
 def measure(run: PlantRun, profile: str, seed: int) -> tuple[PlantRun, np.ndarray]:
-    """The signals a driver reports of ``run`` under sensor ``profile`` (:data:`PROFILES`), and the true
-    torque noise per joint (its standard deviation)."""
+    """The efforts a driver of sensor ``profile`` (:data:`PROFILES`) reports for the run's true joint
+    torques (its joint states are already the driver's: :class:`SensedPlant`), and the true torque noise
+    per joint (standard deviation)."""
     p = PROFILES[profile]
     n = run.q.shape[1]
     if not p:
         return run, np.zeros(n)
     rng = np.random.default_rng(seed)
-    step = 2.0 * np.pi / 2 ** p["encoder_bits"]
-    q = np.round(run.q / step) * step
-    h = float(run.t[1] - run.t[0])
-    raw = np.vstack([np.zeros((1, n)), np.diff(q, axis=0) / h])
-    alpha = h / (p["velocity_tau"] + h)
-    qd = np.empty_like(raw)
-    qd[0] = run.qd[0]
-    for k in range(1, raw.shape[0]):  # the driver's first-order low-pass of the encoder difference
-        qd[k] = qd[k - 1] + alpha * (raw[k] - qd[k - 1])
     kt = 1.0 + rng.uniform(-p["kt_error"], p["kt_error"], n)
     d = int(p["delay_steps"])
     effort = np.vstack([np.repeat(run.effort[:1], d, axis=0), run.effort[: len(run.effort) - d]]) if d else run.effort
     noise = np.full(n, p["torque_noise"])
     effort = kt * effort + rng.normal(0.0, 1.0, effort.shape) * noise
-    return replace(run, q=q, qd=qd, effort=effort), noise
+    return replace(run, effort=effort), noise
 
 
 def at_rate(run: PlantRun, rate: float) -> PlantRun:
@@ -220,10 +259,10 @@ def main() -> int:
     print(f"{'robot':<6}{'dur s':>6}{'Hz':>6} {'profile':<7}{'defaults':>10}{'plain':>10}{'ratio':>7}  chosen")
     for name in robots:
         for duration in durations:
-            began = time.perf_counter()
-            stock, run = simulate(name, duration, seed=1)
-            sim_s = time.perf_counter() - began
             for profile in profiles:
+                began = time.perf_counter()
+                stock, run = simulate(name, duration, profile, seed=1)
+                sim_s = time.perf_counter() - began
                 measured, noise = measure(run, profile, seed=2)
                 for rate in rates:
                     bag = out / f"{name}_{duration:g}s_{rate:g}Hz_{profile}"

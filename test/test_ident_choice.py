@@ -45,7 +45,7 @@ def truth(puma: RobotModel) -> RobotModel:
 @pytest.fixture(scope="module")
 def slow_recording(truth: RobotModel) -> Recording:
     """40 s at 30 Hz; joint 3 moves at most ~0.13 rad/s, so a 0.1 rad/s cut removes most of its rows."""
-    t = np.arange(0.0, 40.0, 1.0 / 30.0)
+    t = np.asarray(np.arange(1200) / 30.0, dtype=np.float64)
     rng = np.random.default_rng(8)
     n = truth.dof
     w = 2.0 * np.pi * rng.uniform(0.05, 0.3, (3, n))
@@ -130,13 +130,13 @@ def test_given_values_override_the_choice(puma: RobotModel, slow_recording: Reco
     assert chosen.settings.reversal(puma)[SLOW] < 0.1  # the slow joint keeps its rows (as above)
     fixed = identify(
         str(bag), puma, jobs=1, compare_friction=False, reversals=False, sensor_noise_estimate=False,
-        reversal_velocity=0.1, friction="viscous-coulomb",
+        reversal_velocity=0.05, friction="viscous-coulomb",
     )  # fmt: skip
     assert fixed.choice is not None and fixed.friction == "viscous-coulomb"
-    np.testing.assert_array_equal(fixed.settings.reversal(puma), np.full(puma.dof, 0.1))
+    np.testing.assert_array_equal(fixed.settings.reversal(puma), np.full(puma.dof, 0.05))
     assert {c.friction for c in fixed.choice.candidates} == {"viscous-coulomb"}
-    assert all(c.selection.reversal == (0.1,) * puma.dof for c in fixed.choice.candidates)
-    assert fixed.choice.given == {"reversal_velocity": 0.1, "friction": "viscous-coulomb"}
+    assert all(c.selection.reversal == (0.05,) * puma.dof for c in fixed.choice.candidates)
+    assert fixed.choice.given == {"reversal_velocity": 0.05, "friction": "viscous-coulomb"}
     everything = identify(
         str(bag), puma, jobs=1, compare_friction=False, reversals=False, sensor_noise_estimate=False,
         reversal_velocity=0.05, friction="stribeck", stick_velocity=0.0, window=0.1,

@@ -91,7 +91,7 @@ class BaseParameters:
             inv = np.where(self.scale_full > 0.0, 1.0 / np.where(self.scale_full > 0.0, self.scale_full, 1.0), 0.0)
             cached = (inv, np.linalg.pinv(self.K * inv))
             object.__setattr__(self, "_pinv", cached)
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def describe(self) -> str:
         """One line per base parameter, plus the parameters without effect."""

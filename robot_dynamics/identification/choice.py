@@ -42,12 +42,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 
 from robot_dynamics.errors import ModelError
 from robot_dynamics.model import FloatArray, RobotModel
 
 from .base import BaseParameters, base_parameters
-from .estimate import NormalEquations, fit_least_squares
+from .estimate import NormalEquations, scaled_system
 from .fitting import STRIBECK_DECAY, WIDTH_EVIDENCE, _family, _noise, _stribeck_known, _with_widths
 from .friction_laws import FRICTION_LAWS, columns, fit_widths, friction_parameter_set
 from .parameters import IdentificationError, ParameterSet, nominal_parameters
@@ -146,20 +147,31 @@ class Validator:
             raise IdentificationError("cross-validation needs data reduced by folds")
         self.model, self.reduced, self.coulomb, self.seed = model, reduced, coulomb, seed
         self.bases = {} if bases is None else bases  # shared with the final fit: each set's once
+        self._selections: dict[tuple[Selection, tuple[str, ...]], tuple[list[Part], Part]] = {}
+        self._valid: dict[tuple[int, ParameterSet, tuple[str, ...]], Part] = {}
         self.folds = fold_buckets(stats)
         self.whole = [f.total() for f in self.folds]
         self.prior = max(prior_weight, CV_PRIOR)
         self.fixed = nominal_parameters(model, reduced)
+
+    def _selected(self, selection: Selection, law: str) -> tuple[list[Part], Part]:
+        """Per fold the rows ``selection`` keeps, and their total, with the column families ``law`` needs
+        (computed once per selection and law)."""
+        key = (selection, _families(law))
+        if key not in self._selections:
+            chosen = [_only(f.select(selection), key[1]) for f in self.folds]
+            total = chosen[0]
+            for part in chosen[1:]:
+                total = total + part
+            self._selections[key] = (chosen, total)
+        return self._selections[key]
 
     def score(self, candidate: Candidate) -> Candidate:
         """``candidate`` with its validation score (or the error that prevented it)."""
         try:
             pset = friction_parameter_set(candidate.friction, self.coulomb)
             keep = columns(self.model, self.reduced, pset)
-            chosen = [f.select(candidate.selection) for f in self.folds]
-            total = chosen[0]
-            for part in chosen[1:]:
-                total = total + part
+            chosen, total = self._selected(candidate.selection, candidate.friction)
             n = self.model.dof
             sse, rows = np.zeros(n), np.zeros(n)
             if pset not in self.bases:
@@ -168,7 +180,10 @@ class Validator:
             nominal = nominal_parameters(self.model, pset)
             for k in range(len(self.folds)):
                 train = _minus(total, chosen[k]).select(keep, self.fixed)
-                valid = self.whole[k].select(keep, self.fixed)
+                valid_key = (k, pset, _families(candidate.friction))
+                if valid_key not in self._valid:
+                    self._valid[valid_key] = _only(self.whole[k], valid_key[2]).select(keep, self.fixed)
+                valid = self._valid[valid_key]
                 theta, (ne,) = self._fit(train, [valid], candidate.friction, candidate.selection, pset, base, nominal)
                 sse += ne.residual_sum(theta)
                 rows += ne.rows
@@ -196,12 +211,11 @@ class Validator:
         data = [p.ne for p in parts]
         if friction == "stribeck":
             smallest = np.asarray(selection.reversal) / STRIBECK_DECAY
-            sfit = fit_stribeck_sums(
-                data[0], _family(train, "stribeck", friction), base, nominal, prior, smallest=smallest
-            )
+            family = _family(train, "stribeck", friction)
+            sfit = fit_stribeck_sums(data[0], family, base, nominal, prior, smallest=smallest)
             data = [ne for ne in _stribeck_known(parts, sfit) if ne is not None]
-        sigma = _noise(data[0], fit_least_squares(data[0], base, nominal, prior).theta, pb)
-        sigma = _noise(data[0], fit_least_squares(data[0].with_weights(1.0 / sigma**2), base, nominal, prior).theta, pb)
+        sigma = _noise(data[0], _solve(data[0], base, nominal, prior), pb)
+        sigma = _noise(data[0], _solve(data[0].with_weights(1.0 / sigma**2), base, nominal, prior), pb)
         weights = 1.0 / sigma**2
         if friction == "smooth-coulomb":
             fc = pset.layout(self.model).joint_column["Fc"]
@@ -211,14 +225,39 @@ class Validator:
             if pick != start:
                 widths = np.array([family.grids[j, k] for j, k in enumerate(pick)])
                 data = [ne for ne in _with_widths(parts, fc, widths) if ne is not None]
-        theta = fit_least_squares(data[0].with_weights(weights), base, nominal, prior).theta
+        theta = _solve(data[0].with_weights(weights), base, nominal, prior)
         return theta, data[1:]
+
+
+def _per_joint(value: float | Sequence[float], n: int) -> tuple[float, ...]:
+    """One reversal velocity for every joint, or one per joint, as ``n`` values."""
+    if isinstance(value, (int, float)):
+        return tuple(float(value) for _ in range(n))
+    return tuple(float(x) for x in value)
+
+
+def _families(law: str) -> tuple[str, ...]:
+    """The column families (:mod:`.columns`) a law's fit reads."""
+    return {"stribeck": ("stribeck",), "smooth-coulomb": ("coulomb",)}.get(law, ())
+
+
+def _only(part: Part, families: tuple[str, ...]) -> Part:
+    """``part`` with only the column families ``families`` (the others cost work and are not read)."""
+    return Part(part.ne, part.sse, {k: v for k, v in part.families.items() if k in families})
+
+
+def _solve(ne: NormalEquations, base: BaseParameters, nominal: FloatArray, prior: float) -> FloatArray:
+    """The weighted least-squares parameters (:func:`.estimate.fit_least_squares` without its statistics:
+    one Cholesky solve of the scaled base normal equations with the prior)."""
+    _, _, H, g = scaled_system(ne, base, nominal, prior)
+    z = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), g)
+    return base.to_full(z / base.scale, nominal)
 
 
 def choose(
     validator: Validator,
     *,
-    velocities: Sequence[float] | None = None,
+    velocities: Sequence[float | Sequence[float]] | None = None,
     sticks: Sequence[bool] = (False, True),
     laws: Sequence[str] | None = None,
     plain_friction: str = PLAIN_FRICTION,
@@ -245,7 +284,7 @@ def choose(
     law_list = list(FRICTION_LAWS) if laws is None else list(laws)
     first_law = PLAIN_FRICTION if PLAIN_FRICTION in law_list else law_list[0]
     searched = velocities is None
-    uniform = [tuple(float(v) for _ in range(n)) for v in (VELOCITIES if velocities is None else velocities)]
+    uniform = [_per_joint(v, n) for v in (VELOCITIES if velocities is None else velocities)]
     plain = run(plain_selection(model), plain_friction, "plain") if searched and False in sticks else None
     for stick in sticks:
         for cut in uniform:
@@ -255,11 +294,11 @@ def choose(
         current = best
         for j in range(n):
             for v in VELOCITIES:
-                cut = list(current.selection.reversal)
-                if cut[j] == v:
+                per_joint = list(current.selection.reversal)
+                if per_joint[j] == v:
                     continue
-                cut[j] = v
-                trial = run(Selection(tuple(cut), current.selection.stick), current.friction, "per joint")
+                per_joint[j] = v
+                trial = run(Selection(tuple(per_joint), current.selection.stick), current.friction, "per joint")
                 if value(trial) < value(current):
                     current = trial
         best = min(tried, key=value)

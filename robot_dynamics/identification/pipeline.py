@@ -293,9 +293,9 @@ def identify(
     if reversal_velocity != AUTO:
         given["reversal_velocity"] = _velocities(reversal_velocity)  # type: ignore[arg-type]
     if stick_velocity != AUTO:
-        given["stick_velocity"] = float(stick_velocity)  # type: ignore[arg-type]
+        given["stick_velocity"] = float(stick_velocity)
     if window is not None and window != AUTO:
-        given["window"] = float(window)  # type: ignore[arg-type]
+        given["window"] = float(window)
     law = friction if friction != AUTO else (PLAIN_FRICTION if plain else DEFAULT_FRICTION)
     if payload_only:
         pset = payload_parameter_set(model)

@@ -231,7 +231,7 @@ def accumulate_parts(
             b = target[:, j] + A @ theta0[cols]
             v, e, sj = qd[sl, j], error[:, j], s[:, j]
             if static is not None and static[j]:  # a joint standing still keeps its rows
-                band = np.full(count, len(cuts))
+                band: NDArray[np.intp] = np.full(count, len(cuts), dtype=np.intp)
             else:
                 band = np.searchsorted(cuts, np.abs(v), "right")
             cls = 2 * band + stuck
