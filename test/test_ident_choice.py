@@ -167,7 +167,7 @@ def test_high_frequency_noise_of_white_noise_and_a_reaction() -> None:
     rng = np.random.default_rng(3)
     count, n = 20_000, 3
     t = np.arange(count) * 1e-3
-    sigma = np.array([0.3, 0.05, 0.6])
+    sigma = np.array([0.3, 0.05, 0.2])
     nv = rng.normal(0.0, 0.01, (count, n))
     q = np.sin(t[:, None] * np.array([1.0, 2.0, 3.0]))
     qd_measured = np.cos(t[:, None] * np.array([1.0, 2.0, 3.0])) + nv

@@ -59,8 +59,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--consistent",
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help="physically consistent fit (default) or plain weighted least squares",
+        default=None,
+        help="physically consistent fit, or weighted least squares (default: the consistent fit, unless it "
+        "validates worse than plain least squares in the cross-validation and the least-squares model is loadable)",
     )
     p.add_argument("--coulomb", choices=("tanh", "sign"), default="tanh", help="Coulomb friction law (%(default)s)")
     p.add_argument(

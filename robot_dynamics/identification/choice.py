@@ -37,8 +37,8 @@ validation blocks and the held-out part.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,8 +48,9 @@ from robot_dynamics.errors import ModelError
 from robot_dynamics.model import FloatArray, RobotModel
 
 from .base import BaseParameters, base_parameters
+from .consistent import fit_consistent
 from .estimate import NormalEquations, scaled_system
-from .fitting import STRIBECK_DECAY, WIDTH_EVIDENCE, _family, _noise, _stribeck_known, _with_widths
+from .fitting import CONSISTENT_PRIOR, STRIBECK_DECAY, WIDTH_EVIDENCE, _family, _noise, _stribeck_known, _with_widths
 from .friction_laws import FRICTION_LAWS, columns, fit_widths, friction_parameter_set
 from .parameters import IdentificationError, ParameterSet, nominal_parameters
 from .samples import SampleStatistics
@@ -80,9 +81,10 @@ class Candidate:
     rows: FloatArray | None = None
     error: str | None = None
     window_s: float | None = None
+    consistent: bool = False  # scored with the physically consistent fit (else weighted least squares)
 
     def label(self) -> str:
-        return f"{self.selection.label()}, {self.friction}"
+        return f"{self.selection.label()}, {self.friction}{', consistent' if self.consistent else ''}"
 
     def as_dict(self, names: Sequence[str]) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -90,6 +92,7 @@ class Candidate:
             "reversal_velocity": list(self.selection.reversal),
             "stick_band": self.selection.stick,
             "friction": self.friction,
+            "fit": "consistent" if self.consistent else "least squares",
             "score": self.score,
             "rms": None if self.rms is None else dict(zip(names, map(float, self.rms), strict=True)),
             "rows": None if self.rows is None else dict(zip(names, map(int, self.rows), strict=True)),
@@ -142,6 +145,7 @@ class Validator:
         prior_weight: float = 0.0,
         seed: int = 0,
         bases: dict[ParameterSet, BaseParameters] | None = None,
+        consistent: Mapping[str, Any] | None = None,
     ) -> None:
         if not stats or not stats[0].folds:
             raise IdentificationError("cross-validation needs data reduced by folds")
@@ -149,6 +153,7 @@ class Validator:
         self.bases = {} if bases is None else bases  # shared with the final fit: each set's once
         self._selections: dict[tuple[Selection, tuple[str, ...]], tuple[list[Part], Part]] = {}
         self._valid: dict[tuple[int, ParameterSet, tuple[str, ...]], Part] = {}
+        self.consistent = consistent  # fit_consistent's bounds and mass band: candidates may use it
         self.folds = fold_buckets(stats)
         self.whole = [f.total() for f in self.folds]
         self.prior = max(prior_weight, CV_PRIOR)
@@ -184,7 +189,9 @@ class Validator:
                 if valid_key not in self._valid:
                     self._valid[valid_key] = _only(self.whole[k], valid_key[2]).select(keep, self.fixed)
                 valid = self._valid[valid_key]
-                theta, (ne,) = self._fit(train, [valid], candidate.friction, candidate.selection, pset, base, nominal)
+                theta, (ne,) = self._fit(
+                    train, [valid], candidate.friction, candidate.selection, pset, base, nominal, candidate.consistent
+                )
                 sse += ne.residual_sum(theta)
                 rows += ne.rows
             candidate.rows = np.asarray(total.ne.rows, dtype=float)
@@ -203,6 +210,7 @@ class Validator:
         pset: ParameterSet,
         base: BaseParameters,
         nominal: FloatArray,
+        consistent: bool = False,
     ) -> tuple[FloatArray, list[NormalEquations]]:
         """Two-pass weighted least squares of ``train`` with ``friction``'s nonlinear parameters searched
         (as :func:`.fitting.fit_statistics` does); the parameters and ``others``' normal equations of the law."""
@@ -225,6 +233,13 @@ class Validator:
             if pick != start:
                 widths = np.array([family.grids[j, k] for j, k in enumerate(pick)])
                 data = [ne for ne in _with_widths(parts, fc, widths) if ne is not None]
+        if consistent and self.consistent is not None:
+            weighted = data[0].with_weights(weights)
+            prior_c = max(prior, CONSISTENT_PRIOR)
+            fit = fit_consistent(
+                weighted, self.model, pset, base, nominal=nominal, prior_weight=prior_c, **self.consistent
+            )
+            return fit.theta, data[1:]
         theta = _solve(data[0].with_weights(weights), base, nominal, prior)
         return theta, data[1:]
 
@@ -264,17 +279,20 @@ def choose(
 ) -> Choice:
     """The candidates of the module docstring, scored; ``velocities``: the reversal velocities to try
     (None: :data:`VELOCITIES`; one value: the user's, or a tuple of per-joint values as one candidate),
-    ``sticks``: the stick band's settings to try, ``laws``: the friction laws (None: every law)."""
+    ``sticks``: the stick band's settings to try, ``laws``: the friction laws (None: every law). With the
+    validator's ``consistent`` options, the chosen rows and law are also scored with the physically
+    consistent fit (step 4), which is chosen unless it validates worse than plain least squares' rows
+    (or, without them, than the least-squares fit of the same rows)."""
     clock = time.perf_counter()
     model = validator.model
     n = model.dof
     tried: list[Candidate] = []
-    seen: dict[tuple[Selection, str], Candidate] = {}
+    seen: dict[tuple[Selection, str, bool], Candidate] = {}
 
-    def run(selection: Selection, friction: str, stage: str) -> Candidate:
-        key = (selection, friction)
+    def run(selection: Selection, friction: str, stage: str, consistent: bool = False) -> Candidate:
+        key = (selection, friction, consistent)
         if key not in seen:
-            seen[key] = validator.score(Candidate(selection, friction, stage))
+            seen[key] = validator.score(Candidate(selection, friction, stage, consistent=consistent))
             tried.append(seen[key])
         return seen[key]
 
@@ -285,11 +303,17 @@ def choose(
     first_law = PLAIN_FRICTION if PLAIN_FRICTION in law_list else law_list[0]
     searched = velocities is None
     uniform = [_per_joint(v, n) for v in (VELOCITIES if velocities is None else velocities)]
-    plain = run(plain_selection(model), plain_friction, "plain") if searched and False in sticks else None
+    plain = run(plain_selection(model), plain_friction, "plain")  # the reference, always scored
+    # a candidate only where the values given allow its rows and law
+    allowed = plain.selection.reversal in uniform and False in sticks and plain_friction in law_list
+
+    def best_of() -> Candidate:
+        return min((c for c in tried if c is not plain or allowed), key=value)
+
     for stick in sticks:
         for cut in uniform:
             run(Selection(cut, stick), first_law, "uniform")
-    best = min(tried, key=value)
+    best = best_of()
     if searched:  # step 2: each joint's own reversal velocity
         current = best
         for j in range(n):
@@ -301,15 +325,16 @@ def choose(
                 trial = run(Selection(tuple(per_joint), current.selection.stick), current.friction, "per joint")
                 if value(trial) < value(current):
                     current = trial
-        best = min(tried, key=value)
+        best = best_of()
     for law in law_list:  # step 3: the friction law on the chosen rows
         run(best.selection, law, "friction")
-    chosen = min(tried, key=value)
+    chosen = best_of()
+    if validator.consistent is not None:  # step 4: the physically consistent fit of the chosen rows and law
+        rigid = run(chosen.selection, chosen.friction, "fit", consistent=True)
+        reference = value(plain) if plain.score is not None else value(chosen)
+        if value(rigid) <= reference:
+            chosen = rigid
     if chosen.score is None:
         problems = "; ".join(f"{c.label()}: {c.error}" for c in tried[:3])
         raise IdentificationError(f"no candidate could be fitted in cross-validation ({problems})")
     return Choice(chosen, tried, plain, len(validator.folds), elapsed_s=time.perf_counter() - clock)
-
-
-def with_candidate(candidate: Candidate, window_s: float) -> Candidate:
-    return replace(candidate, window_s=window_s)

@@ -47,6 +47,7 @@ from robot_dynamics.models.provenance import Provenance
 from robot_dynamics.models.robots import DEFAULT_ROBOT, load_robot
 
 from .base import BaseParameters, base_parameters
+from .bounds import MASS_BAND, density_bounds, link_ellipsoids
 from .choice import PLAIN_FRICTION, PLAIN_VELOCITY, Candidate, Choice, Validator, choose
 from .fitting import fit_statistics
 from .friction_laws import (
@@ -199,7 +200,7 @@ def identify(
     *,
     pset: ParameterSet | None = None,
     payload_only: bool = False,
-    consistent: bool = True,
+    consistent: bool | None = None,
     coulomb: str = "tanh",
     holdout: float = 0.3,
     noise_std: Sequence[float] | None = None,
@@ -317,6 +318,8 @@ def identify(
         )
     if plain:
         consistent, reversals, compare_friction = False, False, False
+    choose_fit = consistent is None and searching  # the consistent fit kept unless it validates worse than plain
+    consistent = True if consistent is None else consistent
     if scheduler is not None:  # workers elsewhere: absolute paths (the bags must be readable there)
         paths = [str(Path(path).resolve()) for path in paths]
     options: dict[str, Any] = {
@@ -369,11 +372,28 @@ def identify(
         stats = reduce(settings)
     choice: Choice | None = None
     if searching:
+        rigid: dict[str, Any] | None = None
+        if choose_fit:
+            ellipsoids = link_ellipsoids(model, options["geometry"])
+            rigid = {
+                "bounds": density_bounds(model, ellipsoids) if bounded else None,
+                "mass_band": MASS_BAND if bounded else None,
+            }
         choice, settings, stats = _choose_rows(
-            model, stats, settings, superset, coulomb, given, window, prior_weight, seed, reduce, bases
+            model, stats, settings, superset, coulomb, given, window, prior_weight, seed, reduce, bases, rigid
         )
         law = choice.chosen.friction
+        if choose_fit:
+            options["consistent"] = consistent = choice.chosen.consistent
     result = fit(stats, settings, law)
+    if choose_fit and not consistent and result.identified is None:  # no model file without it
+        options["consistent"] = consistent = True
+        result = fit(stats, settings, law)
+        result.warnings.append(
+            "the physically consistent fit validated worse than plain least squares' rows, but the least-squares "
+            f"parameters make no robot model ({result.model_problem or 'not physically realisable'}): kept the "
+            "consistent fit"
+        )
     result.choice = choice
     result.method = method
     slow_cut = settings.reversal(model)
@@ -429,6 +449,7 @@ def _choose_rows(
     seed: int,
     reduce: Any,
     bases: dict[ParameterSet, BaseParameters],
+    rigid: Mapping[str, Any] | None = None,
 ) -> tuple[Choice, PipelineSettings, list[SampleStatistics]]:
     """The rows, the friction law and the window chosen by cross-validation (:mod:`.choice`), each value
     ``given`` fixed; the chosen settings and the data sets' sums for them."""
@@ -451,7 +472,7 @@ def _choose_rows(
     for w in windows:
         here = settings if w == settings.window_s else replace(settings, window_s=w)
         data = stats if here is settings else reduce(here)
-        validator = Validator(model, data, superset, coulomb, prior_weight, seed, bases)
+        validator = Validator(model, data, superset, coulomb, prior_weight, seed, bases, rigid)
         plain = given.get("friction", PLAIN_FRICTION)
         picked = choose(validator, velocities=velocities, sticks=sticks, laws=laws, plain_friction=plain)
         for c in picked.candidates:
