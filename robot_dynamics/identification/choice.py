@@ -61,6 +61,7 @@ VELOCITIES = (0.0, 0.05, 0.1)  # rad/s or m/s: the reversal velocities tried (pe
 PLAIN_VELOCITY = 0.05  # rad/s or m/s: plain least squares leaves out each joint's rows slower than this
 PLAIN_FRICTION = "viscous-coulomb"  # plain least squares' friction columns (unless a law is given)
 CV_PRIOR = 1e-6  # the validation fits' pull toward the stock base parameters (relative information)
+MARGIN = 0.005  # a candidate is chosen over plain least squares only if it validates this much better
 
 
 def plain_selection(model: RobotModel) -> Selection:
@@ -281,8 +282,8 @@ def choose(
     (None: :data:`VELOCITIES`; one value: the user's, or a tuple of per-joint values as one candidate),
     ``sticks``: the stick band's settings to try, ``laws``: the friction laws (None: every law). With the
     validator's ``consistent`` options, the chosen rows and law are also scored with the physically
-    consistent fit (step 4), which is chosen unless it validates worse than plain least squares' rows
-    (or, without them, than the least-squares fit of the same rows)."""
+    consistent fit (step 4). Plain least squares is kept unless a candidate validates :data:`MARGIN` better
+    (its rows and law where the values given allow them; the consistent fit likewise)."""
     clock = time.perf_counter()
     model = validator.model
     n = model.dof
@@ -329,9 +330,11 @@ def choose(
     for law in law_list:  # step 3: the friction law on the chosen rows
         run(best.selection, law, "friction")
     chosen = best_of()
+    if allowed and value(chosen) > (1.0 - MARGIN) * value(plain):  # no clear gain: plain least squares' rows
+        chosen = plain
     if validator.consistent is not None:  # step 4: the physically consistent fit of the chosen rows and law
         rigid = run(chosen.selection, chosen.friction, "fit", consistent=True)
-        reference = value(plain) if plain.score is not None else value(chosen)
+        reference = (1.0 - MARGIN) * value(plain) if plain.score is not None else value(chosen)
         if value(rigid) <= reference:
             chosen = rigid
     if chosen.score is None:

@@ -16,7 +16,9 @@ evaluated at a noisy velocity, and slow model error. On recordings with noisy ve
    and ``D q_i[k + l]`` of every joint ``i`` at lags ``l`` in :data:`LAGS` (a controller's reaction to
    the measured position and velocity is linear in their noise over a step or two; so is a viscous
    term evaluated at the measured velocity);
-4. ``sigma_j = 1.4826 MAD(e_j) / sqrt(6)`` of what is left (a robust scale: a stick–slip transition
+4. ``sigma_j = 1.4826 MAD(e_j) / sqrt(6)`` of what is left, over joint ``j``'s rows at or above
+   :data:`FAST` (near a reversal the friction law evaluated at a noisy velocity flips with the noise,
+   which no linear term explains) (a robust scale: a stick–slip transition
    leaves a rare large step that a mean square would count).
 
 The estimate assumes the torque noise is white (independent from sample to sample) and independent of
@@ -34,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from robot_dynamics.dynamics.inverse import inverse_dynamics
 from robot_dynamics.model import FloatArray, RobotModel
@@ -46,6 +49,7 @@ LAGS = (-1, 0, 1)  # samples: the state's noise at these lags explains part of t
 GAIN = 6.0  # variance of the second difference of unit white noise
 MAD_SCALE = 1.4826  # MAD of a normal variable times this is its standard deviation
 MIN_ROWS = 50  # fewer differenced rows per joint than this (after the regressors): no estimate
+FAST = 0.05  # rad/s or m/s: a joint's rows slower than this (and their neighbours) are not used
 
 
 def second_difference(x: FloatArray) -> FloatArray:
@@ -62,25 +66,45 @@ def _lagged(x: FloatArray, lags: Sequence[int]) -> FloatArray:
 
 
 def high_frequency_noise(
-    residual: FloatArray, q: FloatArray, qd: FloatArray | None, lags: Sequence[int] = LAGS
+    residual: FloatArray,
+    q: FloatArray,
+    qd: FloatArray | None,
+    lags: Sequence[int] = LAGS,
+    fast: NDArray[np.bool_] | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Per joint the noise estimate of the module docstring (steps 2–4) from ``residual (N, n)`` and the
-    measured ``q``, ``qd`` (None: positions only) of the same rows; and the number of rows used."""
+    measured ``q``, ``qd`` (None: positions only) of the same rows, over the rows where ``fast (N, n)``
+    holds for the joint throughout the difference's and the lags' reach (all rows by default); and the
+    number of rows used per joint."""
     m = max(abs(lag) for lag in lags)
+    n = residual.shape[1]
     r = second_difference(residual)[m : residual.shape[0] - 2 - m]
     states = [q] if qd is None else [q, qd]
     Z = np.concatenate([_lagged(second_difference(x), lags) for x in states], axis=1)
     Z = np.concatenate([Z, np.ones((Z.shape[0], 1))], axis=1)
-    n = residual.shape[1]
-    if r.shape[0] < Z.shape[1] + MIN_ROWS:
-        return np.full(n, np.nan), np.zeros(n)
+    reach = 1 + m  # a differenced, lagged row reads the rows this far on either side
+    if fast is None:
+        usable = np.ones((r.shape[0], n), dtype=bool)
+    else:
+        slow = (~fast).astype(np.int64)
+        count = np.concatenate([np.zeros((1, n), dtype=np.int64), np.cumsum(slow, axis=0)])
+        k = np.arange(r.shape[0]) + reach  # row of residual at the centre of each differenced row
+        usable = count[k + reach + 1] - count[k - reach] == 0
+    sigma, rows = np.full(n, np.nan), np.zeros(n)
     scale = np.sqrt(np.mean(Z**2, axis=0))
     scale[scale == 0.0] = 1.0
-    coef, *_ = np.linalg.lstsq(Z / scale, r, rcond=1e-10)
-    e = r - (Z / scale) @ coef
-    mad = np.median(np.abs(e - np.median(e, axis=0)), axis=0)
-    dof = r.shape[0] / (r.shape[0] - Z.shape[1])  # the regression takes its columns' share of the variance
-    return MAD_SCALE * mad * np.sqrt(dof / GAIN), np.full(n, float(r.shape[0]))
+    Zs = Z / scale
+    for j in range(n):
+        use = usable[:, j]
+        count_j = int(use.sum())
+        if count_j < Z.shape[1] + MIN_ROWS:
+            continue
+        coef, *_ = np.linalg.lstsq(Zs[use], r[use, j], rcond=1e-10)
+        e = r[use, j] - Zs[use] @ coef
+        mad = float(np.median(np.abs(e - np.median(e))))
+        dof = count_j / (count_j - Z.shape[1])  # the regression takes its columns' share of the variance
+        sigma[j], rows[j] = MAD_SCALE * mad * np.sqrt(dof / GAIN), count_j
+    return sigma, rows
 
 
 def sensor_noise(
@@ -115,7 +139,8 @@ def sensor_noise(
         qd_rows, qdd_rows, _ = derivatives(span)
         q_rows, tau_rows = q[body], tau[body]
         model_tau = np.asarray(inverse_dynamics(identified, q_rows, qd_rows, qdd_rows, friction=True, smooth=True))
-        sigma, used = high_frequency_noise(tau_rows - model_tau, q_rows, None if qd is None else qd[body])
+        fast = (np.abs(qd_rows) >= FAST) | cut.static  # a friction law of a noisy velocity flips below this
+        sigma, used = high_frequency_noise(tau_rows - model_tau, q_rows, None if qd is None else qd[body], fast=fast)
         ok = np.isfinite(sigma) & (used > 0)
         total[ok] += used[ok] * sigma[ok] ** 2
         rows[ok] += used[ok]
