@@ -282,8 +282,9 @@ def choose(
     (None: :data:`VELOCITIES`; one value: the user's, or a tuple of per-joint values as one candidate),
     ``sticks``: the stick band's settings to try, ``laws``: the friction laws (None: every law). With the
     validator's ``consistent`` options, the chosen rows and law are also scored with the physically
-    consistent fit (step 4). Plain least squares is kept unless a candidate validates :data:`MARGIN` better
-    (its rows and law where the values given allow them; the consistent fit likewise)."""
+    consistent fit (step 4). Plain least squares' rows and law are kept unless a candidate validates
+    :data:`MARGIN` better (where the values given allow them); the consistent fit is kept unless it
+    validates worse than plain least squares."""
     clock = time.perf_counter()
     model = validator.model
     n = model.dof
@@ -334,8 +335,8 @@ def choose(
         chosen = plain
     if validator.consistent is not None:  # step 4: the physically consistent fit of the chosen rows and law
         rigid = run(chosen.selection, chosen.friction, "fit", consistent=True)
-        reference = (1.0 - MARGIN) * value(plain) if plain.score is not None else value(chosen)
-        if value(rigid) <= reference:
+        reference = value(plain) if plain.score is not None else value(chosen)
+        if value(rigid) <= reference:  # a rigid body that does no worse than plain least squares
             chosen = rigid
     if chosen.score is None:
         problems = "; ".join(f"{c.label()}: {c.error}" for c in tried[:3])
