@@ -228,9 +228,10 @@ def test_cli_bad_values(
 def test_cli_method_plain_and_the_choice(
     puma: RobotModel, truth: RobotModel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # a two-link arm's own noise-free torques: least squares recovers a loadable model
+    # noise-free torques of a perturbed two-link arm (rigid bodies, friction > 0): least squares recovers a
+    # loadable model
     arm = rd.load_robot("fu_two_link")
-    bag = write_bag(tmp_path / "b", record(arm, 6.0, 100.0, seed=4), list(arm.joint_names))
+    bag = write_bag(tmp_path / "b", record(perturbed_model(arm, seed=1), 6.0, 100.0, seed=4), list(arm.joint_names))
     report = tmp_path / "plain.json"
     common = ["identify", str(bag), "--robot", "fu_two_link", "--no-compare-friction"]
     assert main([*common, "--out", str(tmp_path / "p.yaml"), "--method", "plain", "--json", str(report)]) == 0

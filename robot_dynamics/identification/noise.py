@@ -12,10 +12,11 @@ evaluated at a noisy velocity, and slow model error. On recordings with noisy ve
 2. its **high-frequency part**: the second difference ``D r[k] = r[k+1] - 2 r[k] + r[k-1]``. Slow model
    error (the excitation's frequencies, ``f << 1/h``) is attenuated by ``(2 pi f h)^2``; white noise of
    variance ``s^2`` passes with variance ``6 s^2`` (the sum of the squared coefficients 1, -2, 1);
-3. what the **state's noise** explains of it removed: per joint, ``D r_j`` is regressed on ``D qd_i[k + l]``
-   and ``D q_i[k + l]`` of every joint ``i`` at lags ``l`` in :data:`LAGS` (a controller's reaction to
-   the measured position and velocity is linear in their noise over a step or two; so is a viscous
-   term evaluated at the measured velocity);
+3. what the **state's noise** explains of it removed: per joint, ``D r_j`` is regressed on ``D q_i[k + l]``,
+   ``D qd_i[k + l]`` and ``D qdd_i[k + l]`` of every joint ``i`` at lags ``l`` in :data:`LAGS` (a
+   controller's reaction to the measured position and velocity is linear in their noise over a step or
+   two; so is a viscous term evaluated at the measured velocity, and the inertia times the error the
+   derivative filter passes into the estimated acceleration);
 4. ``sigma_j = 1.4826 MAD(e_j) / sqrt(6)`` of what is left, over joint ``j``'s rows at or above
    :data:`FAST` (near a reversal the friction law evaluated at a noisy velocity flips with the noise,
    which no linear term explains) (a robust scale: a stick–slip transition
@@ -71,15 +72,16 @@ def high_frequency_noise(
     qd: FloatArray | None,
     lags: Sequence[int] = LAGS,
     fast: NDArray[np.bool_] | None = None,
+    qdd: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Per joint the noise estimate of the module docstring (steps 2–4) from ``residual (N, n)`` and the
-    measured ``q``, ``qd`` (None: positions only) of the same rows, over the rows where ``fast (N, n)``
-    holds for the joint throughout the difference's and the lags' reach (all rows by default); and the
-    number of rows used per joint."""
+    measured ``q``, ``qd`` (None: positions only) and the estimated ``qdd`` (None: not used) of the same
+    rows, over the rows where ``fast (N, n)`` holds for the joint throughout the difference's and the lags'
+    reach (all rows by default); and the number of rows used per joint."""
     m = max(abs(lag) for lag in lags)
     n = residual.shape[1]
     r = second_difference(residual)[m : residual.shape[0] - 2 - m]
-    states = [q] if qd is None else [q, qd]
+    states = [x for x in (q, qd, qdd) if x is not None]
     Z = np.concatenate([_lagged(second_difference(x), lags) for x in states], axis=1)
     Z = np.concatenate([Z, np.ones((Z.shape[0], 1))], axis=1)
     reach = 1 + m  # a differenced, lagged row reads the rows this far on either side
@@ -140,7 +142,8 @@ def sensor_noise(
         q_rows, tau_rows = q[body], tau[body]
         model_tau = np.asarray(inverse_dynamics(identified, q_rows, qd_rows, qdd_rows, friction=True, smooth=True))
         fast = (np.abs(qd_rows) >= FAST) | cut.static  # a friction law of a noisy velocity flips below this
-        sigma, used = high_frequency_noise(tau_rows - model_tau, q_rows, None if qd is None else qd[body], fast=fast)
+        measured = None if qd is None else qd[body]
+        sigma, used = high_frequency_noise(tau_rows - model_tau, q_rows, measured, fast=fast, qdd=qdd_rows)
         ok = np.isfinite(sigma) & (used > 0)
         total[ok] += used[ok] * sigma[ok] ** 2
         rows[ok] += used[ok]
