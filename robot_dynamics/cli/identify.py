@@ -1,6 +1,7 @@
 """``robot-dynamics identify``: recorded bags -> identified robot model, report and plot.
 
   robot-dynamics identify BAG [BAG ...|DIR] --robot ROBOT --out MODEL.yaml [--format yaml|urdf]
+      (--method plain: --out may be left out)
       [--holdout 0.3] [--json REPORT.json] [--plot PNG] [--jobs N] [--scheduler ADDRESS]
       [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
       [--method identify|plain]
@@ -46,7 +47,12 @@ def register(sub: Any) -> None:
         "bags", nargs="+", metavar="BAG", help="rosbag2 bags (directory, .mcap or .db3) or directories of bags"
     )
     add_robot_options(p, positional=False, default=None)
-    p.add_argument("--out", required=True, metavar="MODEL", help="identified robot file (chain YAML or URDF)")
+    p.add_argument(
+        "--out",
+        metavar="MODEL",
+        help="identified robot file (chain YAML or URDF); required but with --method plain, whose least-squares "
+        "parameters often make no robot model (then only the report is written)",
+    )
     p.add_argument("--format", choices=("yaml", "urdf"), default=None, help="model format (default: from --out)")
     add_joint_states_option(p)
     p.add_argument(
@@ -224,6 +230,8 @@ def run_identify(args: argparse.Namespace) -> int:
     from ..identification.report_text import format_table
     from ..models.chain_yaml import write_text_atomic
 
+    if args.out is None and args.method != "plain":
+        raise RobotDynamicsError("the following argument is required: --out (only --method plain may leave it out)")
     if not 0.0 <= args.holdout < 1.0:
         raise RobotDynamicsError(f"--holdout must be in [0, 1), got {args.holdout}")
     if args.plot and args.holdout == 0.0:
@@ -262,7 +270,7 @@ def run_identify(args: argparse.Namespace) -> int:
         **law_options,
     )
     # everything rendered before anything is written: a failure here leaves no file behind
-    texts = {args.out: model_text(result, _format(args))}
+    texts = {} if args.out is None else {args.out: model_text(result, _format(args))}
     if args.json:
         texts[args.json] = json_text(result)
     plot_tmp = None
