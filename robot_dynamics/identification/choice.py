@@ -85,7 +85,7 @@ class Candidate:
     consistent: bool = False  # scored with the physically consistent fit (else weighted least squares)
 
     def label(self) -> str:
-        return f"{self.selection.label()}, {self.friction}{', consistent' if self.consistent else ''}"
+        return f"{self.selection.label()}, {self.friction}, {'consistent' if self.consistent else 'least squares'}"
 
     def as_dict(self, names: Sequence[str]) -> dict[str, Any]:
         out: dict[str, Any] = {

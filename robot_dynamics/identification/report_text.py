@@ -41,13 +41,16 @@ def choice_table(result: IdentificationResult) -> list[str]:
     lines = [
         f"rows, friction law and window chosen by {choice.folds}-fold blocked cross-validation in the training part "
         "(score: validation torque RMS over every row; * chosen, P plain least squares)",
-        f"{'candidate':<58}{'window':>7}{'score':>9}  rows kept per joint: " + " ".join(f"{n[:7]:>7}" for n in names),
+        f"{'candidate (reversal velocity per joint, stick band, friction law)':<68}{'fit':>5}{'window':>7}{'score':>9}"
+        "  rows kept per joint: " + " ".join(f"{n[:7]:>7}" for n in names),
     ]
     for c in choice.candidates:
         mark = "*" if c is choice.chosen else ("P" if c is choice.plain else " ")
         score = f"{c.score:9.4g}" if c.score is not None else f"{'failed':>9}"
         rows = " ".join(f"{int(v):7d}" for v in c.rows) if c.rows is not None else (c.error or "")
-        lines.append(f"{mark} {c.label()[:56]:<56}{_g(c.window_s):>7}{score}  {'':21}{rows}")
+        what = f"{c.selection.label()}, {c.friction}"
+        fit = "cons" if c.consistent else "LS"
+        lines.append(f"{mark} {what[:66]:<66}{fit:>5}{_g(c.window_s):>7}{score}  {'':21}{rows}")
     given = ", ".join(f"{k} {v}" for k, v in choice.given.items())
     lines.append(
         f"chosen: {choice.chosen.label()}, window {_g(choice.chosen.window_s)} s (cross-validation took "
