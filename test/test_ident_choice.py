@@ -23,8 +23,8 @@ from robot_dynamics.identification.pipeline import identify
 from robot_dynamics.identification.regressor import regressor
 from robot_dynamics.identification.report import summary
 from robot_dynamics.identification.report_text import format_table
+from robot_dynamics.identification.rows import Selection
 from robot_dynamics.identification.samples import BagTask, PipelineSettings, statistics_from_arrays, training_series
-from robot_dynamics.identification.spans import Selection
 from robot_dynamics.identification.synthetic import Recording, perturbed_model, record, write_bag
 from robot_dynamics.model import RobotModel
 

@@ -32,18 +32,22 @@ Candidates (:func:`choose`), each given value fixed instead of searched:
 The candidate with the lowest score is chosen; the plain selection is always among those scored, so
 the choice can only be worse than plain least squares on held-out data by the difference between the
 validation blocks and the held-out part.
+
+The module is longer than 400 lines because the validator, the search over candidates and the loop over
+differentiation windows (:func:`choose_rows`) are one algorithm, read top to bottom.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import scipy.linalg
 
+from robot_dynamics.bag.differentiate import SavitzkyGolay
 from robot_dynamics.errors import ModelError
 from robot_dynamics.model import FloatArray, RobotModel
 
@@ -53,14 +57,16 @@ from .estimate import NormalEquations, scaled_system
 from .fitting import CONSISTENT_PRIOR, STRIBECK_DECAY, WIDTH_EVIDENCE, _family, _noise, _stribeck_known, _with_widths
 from .friction_laws import FRICTION_LAWS, columns, fit_widths, friction_parameter_set
 from .parameters import IdentificationError, ParameterSet, nominal_parameters
-from .samples import SampleStatistics
-from .spans import Buckets, Part, Selection
+from .rows import Buckets, Part, Selection
+from .samples import WINDOW_S, PipelineSettings, SampleStatistics, with_selection
 from .stribeck import fit_stribeck_sums
 
 VELOCITIES = (0.0, 0.05, 0.1)  # rad/s or m/s: the reversal velocities tried (per joint in step 2)
 PLAIN_VELOCITY = 0.05  # rad/s or m/s: plain least squares leaves out each joint's rows slower than this
 PLAIN_FRICTION = "viscous-coulomb"  # plain least squares' friction columns (unless a law is given)
 CV_PRIOR = 1e-6  # the validation fits' pull toward the stock base parameters (relative information)
+WINDOWS = (0.05, 0.1)  # s: the differentiation windows tried (each one more reduction of the data)
+WINDOW_STATES = 200_000  # states: above this the window is not searched (WINDOW_S; --window auto forces it)
 MARGIN = 0.005  # a candidate is chosen over plain least squares only if it validates this much better
 
 
@@ -342,3 +348,72 @@ def choose(
         problems = "; ".join(f"{c.label()}: {c.error}" for c in tried[:3])
         raise IdentificationError(f"no candidate could be fitted in cross-validation ({problems})")
     return Choice(chosen, tried, plain, len(validator.folds), elapsed_s=time.perf_counter() - clock)
+
+
+def _windows(stats: Sequence[SampleStatistics], settings: PipelineSettings) -> list[float]:
+    """The windows of :data:`WINDOWS` that differ in samples at the data's rate (the first data set's)."""
+    first = stats[0]
+    period = first.duration / max(first.messages - 1, 1)
+    t = np.arange(64) * period
+    out: dict[int, float] = {}
+    for w in WINDOWS:
+        out.setdefault(SavitzkyGolay.for_times(t, w, settings.polyorder).window, w)
+    return list(out.values())
+
+
+def choose_rows(
+    model: RobotModel,
+    stats: list[SampleStatistics],
+    settings: PipelineSettings,
+    superset: ParameterSet,
+    coulomb: str,
+    given: Mapping[str, Any],
+    window: float | str | None,
+    prior_weight: float,
+    seed: int,
+    reduce: Any,
+    bases: dict[ParameterSet, BaseParameters],
+    rigid: Mapping[str, Any] | None = None,
+) -> tuple[Choice, PipelineSettings, list[SampleStatistics]]:
+    """The rows, the friction law and the window chosen by cross-validation (:mod:`.choice`), each value
+    ``given`` fixed; the chosen settings and the data sets' sums for them."""
+    given_cut = given.get("reversal_velocity")
+    velocities = None if given_cut is None else [given_cut]
+    if "stick_velocity" in given:
+        sticks: tuple[bool, ...] = (settings.stick_velocity > 0.0,)
+    else:
+        sticks = (False, True) if settings.acceleration == "savgol" else (False,)
+    laws = None if "friction" not in given else [given["friction"]]
+    states = sum(s.messages for s in stats)
+    if "window" in given or settings.acceleration != "savgol":
+        windows = [settings.window_s]
+    elif window == "auto" or (window is None and states <= WINDOW_STATES):
+        windows = _windows(stats, settings)
+    else:
+        windows = [settings.window_s]
+    began = time.perf_counter()
+    results: list[tuple[Choice, PipelineSettings, list[SampleStatistics]]] = []
+    for w in windows:
+        here = settings if w == settings.window_s else replace(settings, window_s=w)
+        data = stats if here is settings else reduce(here)
+        validator = Validator(model, data, superset, coulomb, prior_weight, seed, bases, rigid)
+        plain = given.get("friction", PLAIN_FRICTION)
+        picked = choose(validator, velocities=velocities, sticks=sticks, laws=laws, plain_friction=plain)
+        for c in picked.candidates:
+            c.window_s = w
+        results.append((picked, here, data))
+    scored = [r for r in results if r[0].chosen.score is not None]
+    choice, here, data = min(scored, key=lambda r: r[0].chosen.score or np.inf)
+    candidates: list[Candidate] = [c for r in results for c in r[0].candidates]
+    plains = [r[0].plain for r in results if r[0].plain is not None and r[0].plain.window_s == WINDOW_S]
+    choice = Choice(
+        choice.chosen,
+        candidates,
+        plains[0] if plains else choice.plain,
+        choice.folds,
+        dict(given),
+        time.perf_counter() - began,
+    )
+    sel = choice.chosen.selection
+    settings = replace(here, reversal_velocity=sel.reversal, stick_band=sel.stick)
+    return choice, settings, [with_selection(s, sel) for s in data]

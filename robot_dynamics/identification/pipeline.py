@@ -28,6 +28,10 @@ Step 1 is :func:`identify` here; steps 2–5 are :func:`.fitting.fit_statistics`
 :class:`.result.IdentificationResult`. With the default parameter set the data are reduced once with
 every friction law's parameters (:mod:`.friction_laws`), the chosen law is fitted and, for the report,
 every other law on the same split (:func:`compare_laws`).
+
+The module is longer than 400 lines because :func:`identify` is where the steps meet — the reading, the
+effort's pairing, the choice of rows (:mod:`.choice`), the fit, the reversal fit and the sensor-noise
+estimate — with every option a user gives and its check, in the order they run.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from robot_dynamics.models.robots import DEFAULT_ROBOT, load_robot
 
 from .base import BaseParameters, base_parameters
 from .bounds import MASS_BAND, density_bounds, link_ellipsoids
-from .choice import PLAIN_FRICTION, PLAIN_VELOCITY, Candidate, Choice, Validator, choose
+from .choice import PLAIN_FRICTION, PLAIN_VELOCITY, Choice, choose_rows
 from .fitting import fit_statistics
 from .friction_laws import (
     DEFAULT_FRICTION,
@@ -73,15 +77,12 @@ from .samples import (
     bag_statistics,
     bags_in_spans,
     expand_bags,
-    with_selection,
 )
 
 __all__ = ["Excitation", "IdentificationResult", "compare_laws", "fit_statistics", "identify", "robot_geometry"]
 
 METHODS = ("identify", "plain")  # identify's fit, or plain weighted least squares (the baseline)
 AUTO = "auto"
-WINDOWS = (0.05, 0.1)  # s: the differentiation windows tried (each one more reduction of the data)
-WINDOW_STATES = 200_000  # states: above this the window is not searched (WINDOW_S; --window auto forces it)
 
 
 def _velocities(value: float | Sequence[float]) -> float | tuple[float, ...]:
@@ -379,7 +380,7 @@ def identify(
                 "bounds": density_bounds(model, ellipsoids) if bounded else None,
                 "mass_band": MASS_BAND if bounded else None,
             }
-        choice, settings, stats = _choose_rows(
+        choice, settings, stats = choose_rows(
             model, stats, settings, superset, coulomb, given, window, prior_weight, seed, reduce, bases, rigid
         )
         law = choice.chosen.friction
@@ -422,74 +423,3 @@ def identify(
     result.provenance = provenance
     result.elapsed = {"reduce_s": reducing[0], **result.elapsed, "total_s": time.perf_counter() - clock}
     return result
-
-
-def _windows(stats: Sequence[SampleStatistics], settings: PipelineSettings) -> list[float]:
-    """The windows of :data:`WINDOWS` that differ in samples at the data's rate (the first data set's)."""
-    from robot_dynamics.bag.differentiate import SavitzkyGolay
-
-    first = stats[0]
-    period = first.duration / max(first.messages - 1, 1)
-    t = np.arange(64) * period
-    out: dict[int, float] = {}
-    for w in WINDOWS:
-        out.setdefault(SavitzkyGolay.for_times(t, w, settings.polyorder).window, w)
-    return list(out.values())
-
-
-def _choose_rows(
-    model: RobotModel,
-    stats: list[SampleStatistics],
-    settings: PipelineSettings,
-    superset: ParameterSet,
-    coulomb: str,
-    given: Mapping[str, Any],
-    window: float | str | None,
-    prior_weight: float,
-    seed: int,
-    reduce: Any,
-    bases: dict[ParameterSet, BaseParameters],
-    rigid: Mapping[str, Any] | None = None,
-) -> tuple[Choice, PipelineSettings, list[SampleStatistics]]:
-    """The rows, the friction law and the window chosen by cross-validation (:mod:`.choice`), each value
-    ``given`` fixed; the chosen settings and the data sets' sums for them."""
-    given_cut = given.get("reversal_velocity")
-    velocities = None if given_cut is None else [given_cut]
-    if "stick_velocity" in given:
-        sticks: tuple[bool, ...] = (settings.stick_velocity > 0.0,)
-    else:
-        sticks = (False, True) if settings.acceleration == "savgol" else (False,)
-    laws = None if "friction" not in given else [given["friction"]]
-    states = sum(s.messages for s in stats)
-    if "window" in given or settings.acceleration != "savgol":
-        windows = [settings.window_s]
-    elif window == AUTO or (window is None and states <= WINDOW_STATES):
-        windows = _windows(stats, settings)
-    else:
-        windows = [settings.window_s]
-    began = time.perf_counter()
-    results: list[tuple[Choice, PipelineSettings, list[SampleStatistics]]] = []
-    for w in windows:
-        here = settings if w == settings.window_s else replace(settings, window_s=w)
-        data = stats if here is settings else reduce(here)
-        validator = Validator(model, data, superset, coulomb, prior_weight, seed, bases, rigid)
-        plain = given.get("friction", PLAIN_FRICTION)
-        picked = choose(validator, velocities=velocities, sticks=sticks, laws=laws, plain_friction=plain)
-        for c in picked.candidates:
-            c.window_s = w
-        results.append((picked, here, data))
-    scored = [r for r in results if r[0].chosen.score is not None]
-    choice, here, data = min(scored, key=lambda r: r[0].chosen.score or np.inf)
-    candidates: list[Candidate] = [c for r in results for c in r[0].candidates]
-    plains = [r[0].plain for r in results if r[0].plain is not None and r[0].plain.window_s == WINDOW_S]
-    choice = Choice(
-        choice.chosen,
-        candidates,
-        plains[0] if plains else choice.plain,
-        choice.folds,
-        dict(given),
-        time.perf_counter() - began,
-    )
-    sel = choice.chosen.selection
-    settings = replace(here, reversal_velocity=sel.reversal, stick_band=sel.stick)
-    return choice, settings, [with_selection(s, sel) for s in data]

@@ -27,6 +27,10 @@ For each bag, independently of every other (so bags can be processed anywhere an
    comparison. A joint's rows below its ``reversal_velocity`` are left out of its sums; with
    ``stick_velocity`` > 0 so are every joint's rows within half a filter window of where any joint
    starts or stops sticking (:func:`.spans.stick_band`; the filter's error, so not with "difference").
+
+The module is longer than 400 lines because the per-data-set step's settings, its statistics and the
+reading of a bag belong together: a worker process (a local process or a Dask worker) imports this
+module to reduce a bag, and nothing else of the pipeline.
 """
 
 from __future__ import annotations
@@ -48,11 +52,9 @@ from robot_dynamics.model import FloatArray, RobotModel
 from .estimate import NormalEquations
 from .parallel import map_tasks
 from .parameters import IdentificationError, ParameterSet
+from .rows import Buckets, Part, Selection
 from .spans import (
-    Buckets,
-    Part,
     Plan,
-    Selection,
     Span,
     SpanResult,
     derivatives,
