@@ -202,7 +202,8 @@ def test_the_help_states_the_pipelines_defaults() -> None:
     identify.register(parser.add_subparsers())
     text = " ".join(parser._subparsers._group_actions[0].choices["identify"].format_help().split())  # type: ignore[union-attr]
     windows = " or ".join(f"{w:g}" for w in WINDOWS)
-    assert f"auto: {windows} chosen by cross-validation (default up to {WINDOW_STATES:,} states".replace(",", " ") in text
+    states = f"{WINDOW_STATES:,}".replace(",", " ")
+    assert f"auto: {windows} chosen by cross-validation (default up to {states} states" in text
     assert f"else {WINDOW_S:g})" in text
     assert f"chosen from {', '.join(f'{v:g}' for v in VELOCITIES)} by cross-validation" in text
     assert f"auto (default): {STICK_VELOCITY:g}, the band on or off chosen" in text
