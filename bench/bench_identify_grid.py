@@ -275,7 +275,8 @@ def main() -> int:
                     c = r["chosen"] or {}
                     chosen = (
                         f"cut {'/'.join(f'{v:g}' for v in c.get('reversal_velocity', []))}, band "
-                        f"{'on' if c.get('stick_band') else 'off'}, {c.get('friction')}, {c.get('fit')}, {c.get('window_s')} s"
+                        f"{'on' if c.get('stick_band') else 'off'}, {c.get('friction')}, {c.get('fit')}, "
+                        f"{c.get('window_s')} s"
                     )
                     sn = r["sensor_noise"]
                     print(
