@@ -57,6 +57,7 @@ from .estimate import NormalEquations, scaled_system
 from .fitting import CONSISTENT_PRIOR, STRIBECK_DECAY, WIDTH_EVIDENCE, _family, _noise, _stribeck_known, _with_widths
 from .friction_laws import FRICTION_LAWS, columns, fit_widths, friction_parameter_set
 from .parameters import IdentificationError, ParameterSet, nominal_parameters
+from .result import check_excitation
 from .rows import Buckets, Part, Selection
 from .samples import WINDOW_S, PipelineSettings, SampleStatistics, with_selection
 from .stribeck import fit_stribeck_sums
@@ -164,6 +165,7 @@ class Validator:
         self.folds = fold_buckets(stats)
         self.whole = [f.total() for f in self.folds]
         self.prior = max(prior_weight, CV_PRIOR)
+        self.user_prior = prior_weight  # without one, a candidate must determine every base parameter
         self.fixed = nominal_parameters(model, reduced)
 
     def _selected(self, selection: Selection, law: str) -> tuple[list[Part], Part]:
@@ -190,6 +192,10 @@ class Validator:
                 self.bases[pset] = base_parameters(self.model, pset, rng=np.random.default_rng(self.seed))
             base = self.bases[pset]
             nominal = nominal_parameters(self.model, pset)
+            if self.user_prior <= 0.0:  # the final fit has no prior to keep what the data leave undetermined
+                undetermined = check_excitation(total.select(keep, self.fixed).ne, base, (), self.model).undetermined
+                if undetermined:
+                    raise IdentificationError(f"the data do not determine {', '.join(undetermined)}")
             for k in range(len(self.folds)):
                 train = _minus(total, chosen[k]).select(keep, self.fixed)
                 valid_key = (k, pset, _families(candidate.friction))
