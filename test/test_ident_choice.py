@@ -76,11 +76,13 @@ def test_a_slow_joint_keeps_its_rows(puma: RobotModel, slow_recording: Recording
     choice = choose(validator, laws=["viscous-coulomb"])
     chosen = choice.chosen
     assert chosen.selection.reversal[SLOW] < 0.1, chosen.label()
+    # the global cut leaves the slow joint too few rows to determine its own parameters
     global_cut = next(c for c in choice.candidates if c.selection == Selection((0.1,) * puma.dof, False))
-    assert chosen.score is not None and global_cut.score is not None and chosen.score < global_cut.score
-    assert chosen.rows is not None and global_cut.rows is not None
-    assert chosen.rows[SLOW] > 2 * global_cut.rows[SLOW]
-    assert choice.plain is not None and chosen.score <= choice.plain.score  # type: ignore[operator]
+    assert global_cut.score is None and global_cut.error is not None and "Fv3" in global_cut.error
+    assert chosen.score is not None and choice.plain is not None and choice.plain.score is not None
+    assert chosen.score <= choice.plain.score
+    cut = sum(f.select(Selection((0.1,) * puma.dof, False)).ne.rows[SLOW] for f in validator.folds)
+    assert chosen.rows is not None and chosen.rows[SLOW] > 2 * cut
 
 
 def test_the_choice_scores_every_row_of_the_left_out_fold(puma: RobotModel, slow_recording: Recording) -> None:
@@ -89,7 +91,7 @@ def test_the_choice_scores_every_row_of_the_left_out_fold(puma: RobotModel, slow
     settings = PipelineSettings()
     validator = _validator(puma, slow_recording, settings)
     a = validator.score(Candidate(Selection((0.0,) * puma.dof, False), "viscous-coulomb", "test"))
-    b = validator.score(Candidate(Selection((0.1,) * puma.dof, False), "viscous-coulomb", "test"))
+    b = validator.score(Candidate(Selection((0.05,) * puma.dof, False), "viscous-coulomb", "test"))
     assert a.rows is not None and b.rows is not None and a.rms is not None and b.rms is not None
     train = sum(f.total().ne.rows for f in validator.folds)
     np.testing.assert_array_equal(a.rows, train)
@@ -98,7 +100,7 @@ def test_the_choice_scores_every_row_of_the_left_out_fold(puma: RobotModel, slow
     )
     rows = stats.train.count
     qd = slow_recording.qd[slice(2, 2 + rows)]  # the training rows: after half the 5-sample window
-    np.testing.assert_array_equal(b.rows, np.sum(np.abs(qd) >= 0.1, axis=0))
+    np.testing.assert_array_equal(b.rows, np.sum(np.abs(qd) >= 0.05, axis=0))
 
 
 def test_plain_is_a_hand_written_weighted_least_squares(puma: RobotModel, truth: RobotModel, tmp_path: Path) -> None:
@@ -157,7 +159,7 @@ def test_the_report_says_what_was_chosen_and_the_rows_kept(
     assert block["chosen"]["rows"] == dict(zip(puma.joint_names, map(int, result.train.rows), strict=True))
     assert block["plain"]["reversal_velocity"] == [PLAIN_VELOCITY] * puma.dof
     assert all(set(c["rows"]) == set(puma.joint_names) for c in block["candidates"] if "error" not in c)
-    assert all(isinstance(c["score"], float) for c in block["candidates"])
+    assert all(isinstance(c["score"], float) for c in block["candidates"] if "error" not in c)
     assert any(c["stage"] == "per joint" for c in block["candidates"])
     table = format_table(result)
     assert "rows kept per joint" in table and "chosen:" in table and "sensor" in table

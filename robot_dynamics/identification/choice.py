@@ -71,6 +71,11 @@ WINDOW_STATES = 200_000  # states: above this the window is not searched (WINDOW
 MARGIN = 0.005  # a candidate is chosen over plain least squares only if it validates this much better
 
 
+class NoCandidate(IdentificationError):
+    """Every candidate failed (the data leave parameters undetermined whatever the rows): the fit with the
+    given or default settings says what is missing."""
+
+
 def plain_selection(model: RobotModel) -> Selection:
     """The rows of plain weighted least squares: each joint's rows at or above :data:`PLAIN_VELOCITY`."""
     return Selection(tuple(PLAIN_VELOCITY for _ in range(model.dof)), False)
@@ -352,7 +357,7 @@ def choose(
             chosen = rigid
     if chosen.score is None:
         problems = "; ".join(f"{c.label()}: {c.error}" for c in tried[:3])
-        raise IdentificationError(f"no candidate could be fitted in cross-validation ({problems})")
+        raise NoCandidate(f"no candidate could be fitted in cross-validation ({problems})")
     return Choice(chosen, tried, plain, len(validator.folds), elapsed_s=time.perf_counter() - clock)
 
 
@@ -380,7 +385,7 @@ def choose_rows(
     reduce: Any,
     bases: dict[ParameterSet, BaseParameters],
     rigid: Mapping[str, Any] | None = None,
-) -> tuple[Choice, PipelineSettings, list[SampleStatistics]]:
+) -> tuple[Choice | None, PipelineSettings, list[SampleStatistics]]:
     """The rows, the friction law and the window chosen by cross-validation (:mod:`.choice`), each value
     ``given`` fixed; the chosen settings and the data sets' sums for them."""
     given_cut = given.get("reversal_velocity")
@@ -404,11 +409,16 @@ def choose_rows(
         data = stats if here is settings else reduce(here)
         validator = Validator(model, data, superset, coulomb, prior_weight, seed, bases, rigid)
         plain = given.get("friction", PLAIN_FRICTION)
-        picked = choose(validator, velocities=velocities, sticks=sticks, laws=laws, plain_friction=plain)
+        try:
+            picked = choose(validator, velocities=velocities, sticks=sticks, laws=laws, plain_friction=plain)
+        except NoCandidate:
+            continue
         for c in picked.candidates:
             c.window_s = w
         results.append((picked, here, data))
     scored = [r for r in results if r[0].chosen.score is not None]
+    if not scored:
+        return None, settings, stats
     choice, here, data = min(scored, key=lambda r: r[0].chosen.score or np.inf)
     candidates: list[Candidate] = [c for r in results for c in r[0].candidates]
     plains = [r[0].plain for r in results if r[0].plain is not None and r[0].plain.window_s == WINDOW_S]

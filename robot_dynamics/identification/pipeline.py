@@ -383,9 +383,10 @@ def identify(
         choice, settings, stats = choose_rows(
             model, stats, settings, superset, coulomb, given, window, prior_weight, seed, reduce, bases, rigid
         )
-        law = choice.chosen.friction
-        if choose_fit:
-            options["consistent"] = consistent = choice.chosen.consistent
+        if choice is not None:  # (None: no candidate could be fitted; the fit below says why)
+            law = choice.chosen.friction
+            if choose_fit:
+                options["consistent"] = consistent = choice.chosen.consistent
     result = fit(stats, settings, law)
     if choose_fit and not consistent and result.identified is None:  # no model file without it
         options["consistent"] = consistent = True
