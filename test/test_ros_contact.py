@@ -42,7 +42,7 @@ from ros_harness import (  # noqa: E402
 )
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from robot_dynamics.contact import transitions  # noqa: E402
+from robot_dynamics.contact import reversal_weights, transitions  # noqa: E402
 from robot_dynamics.dynamics import gravity_torques, prepare, simulate  # noqa: E402
 from robot_dynamics.dynamics.contact_wrench import external_wrench  # noqa: E402
 from robot_dynamics.dynamics.momentum_observer import MomentumObserver, observe  # noqa: E402
@@ -222,6 +222,50 @@ def test_external_torque_wrench_and_collisions_for_a_push(context: Any, ros: tup
         force, torque = m.wrench.force, m.wrench.torque
         f = [force.x, force.y, force.z, torque.x, torque.y, torque.z]
         np.testing.assert_allclose(f, external_wrench(PUMA, q[k], r[k]).wrench, rtol=0, atol=1e-9)
+
+
+def test_the_node_starts_at_the_first_torque_reading_as_the_batch(
+    context: Any, ros: tuple[Spinner, str], pushed: Any
+) -> None:
+    """Three states at rest reporting no torque, 10 ms apart (a driver before its first reading), then the
+    pushed recording: the node answers 0 for them, then the batch observer's estimate of the whole recording
+    (which starts at the first reading, 1e-12); no collision at start-up, and with reversal allowances its
+    events are those of the batch weighing reversals from the observer's start. Taken as readings, those
+    zeros would be the world holding the arm: a collision at start-up."""
+    spinner, ns = ros
+    extra, band = [1.0, 1.5, 1.0, 0.2, 0.2, 0.1], 0.05
+    node = start(
+        context, spinner, ns, thresholds=THRESHOLDS, reversal_thresholds=extra, reversal_velocity=band, clear_ratio=0.5
+    )
+    client = spinner.add(client_node(context, ns))
+    pub, (torques, events) = wired(client, TORQUE, EVENTS)
+    stamps, q, qd, tau = pushed
+    stamps = np.r_[stamps[0] - np.array([30, 20, 10]) * 1_000_000, stamps]
+    q, qd, tau = (
+        np.vstack([np.tile(q[0], (3, 1)), q]),
+        np.vstack([np.zeros((3, 6)), qd]),
+        np.vstack([np.zeros((3, 6)), tau]),
+    )
+    for k in range(len(stamps)):
+        pub.publish(joint_state(q[k], qd[k], tau[k], stamps[k], list(range(6))))
+        wait_until(lambda k=k: len(torques.snapshot()) > k, f"external torque {k}")
+    got = {stamp_to_ns(m.header.stamp): m for m in torques.snapshot()}
+    r = np.array([got[s].effort for s in stamps.tolist()])
+    t = (stamps - stamps[0]) * 1e-9
+    run = observe(PUMA, t, q, qd, tau, GAIN, friction=False)
+    assert run.start == 3 and not r[:4].any()
+    assert np.max(np.abs(r - run.r)) <= 1e-12 * np.abs(run.r).max()
+    weights = np.zeros(r.shape)
+    weights[run.start :] = reversal_weights(t[run.start :], qd[run.start :], GAIN, band)
+    batch = transitions(t, run.r, THRESHOLDS, 0.5, extra, weights)
+    assert batch and all(t[103] < t[e.sample] for e in batch)  # none before the push
+    wait_until(lambda: len(events.snapshot()) >= len(batch), "the collision events")
+    time.sleep(0.2)
+    seen = [(stamp_to_ns(e.header.stamp), e.joint, e.raised) for e in events.snapshot()]
+    assert seen == [(int(stamps[e.sample]), NAMES[e.joint], e.raised) for e in batch]
+    assert dict(node.diagnostic_values())["unread"] == "3"
+    read = observe(PUMA, t, q, qd, np.where(tau == 0.0, 1e-300, tau), GAIN, friction=False)  # the zeros as readings
+    assert read.start == 0 and transitions(t, read.r, THRESHOLDS, 0.5)[0].sample < 3
 
 
 def test_states_queued_behind_a_newer_one_are_observed_and_the_newest_answered(
