@@ -40,15 +40,14 @@ and the trapezoid's half of the previous step's torque is an error of ``dt dtau/
 integrates it as held: (3) with ``tau_m`` of both ends replaced by ``tau_{k+1}``. The first sample's
 effort then belongs to a step before the recording and is not used.
 
-**The first torque reading.** A state at rest whose efforts are all exactly 0 (every velocity exactly 0 too)
-carries no torque reading: a simulator's first state (no torque applied yet), a driver's before its first
-reading, a sensor delay line filling at start-up (two such states under one measurement delay). Taken as a
-reading, its zero is an external torque of ``c(q)`` holding the arm, which reaches ``r`` through the filter
-at start-up (``(1 - exp(-K dt)) c(q) / 2`` after one interval, sampled). The observer therefore starts at
-the first state with a reading (:func:`torque_reading`): ``r = 0`` before it and there, and the recurrence
-runs from it (``a = u = 0`` over the intervals before it, as at the first sample). A moving arm (a velocity
-not 0) or one holding any torque is observed from its first state; what is skipped is an arm at rest
-reporting no torque, where nothing is to be seen.
+**The first torque reading.** A state at rest (every velocity exactly 0) whose efforts are all exactly 0
+carries no torque reading (a simulator's first state, a delay line filling); taken as one, its zero is the
+world holding the arm against ``c(q)``, seen in ``r`` at start-up. The observer starts at the first state
+with a reading (:func:`torque_reading`): ``r = 0`` up to it and there (docs/contact.md).
+
+The module is longer than 400 lines because the batch observer (:func:`observe`) and the one-sample
+observer (:class:`MomentumObserver`) are the same recurrence (3) with the same start and effort timings,
+and the node is tested equal to the batch: they stay side by side.
 
 **Friction** ``b``: the model's friction at ``qd``, from :func:`~.inverse.inverse_dynamics` at
 ``qdd = 0``, which gives ``h + c + b`` (so ``beta = tau_m + dD/dt qd - (h + c + b)``: one Newton–Euler
@@ -277,9 +276,8 @@ class MomentumObserver:
 
     :meth:`update` takes a sample at a time later than the previous one and returns ``r``; a sample that
     is refused (StateError: wrong shape, non-finite values, time not increasing) leaves the observer as
-    it was, so the next good sample continues correctly. Until a sample carries a torque reading
-    (:func:`torque_reading`) the observer does not start: :meth:`update` returns 0 and :attr:`samples` stays
-    0 (:attr:`unread` counts those samples). Intervals equal to the nanosecond share their
+    it was, so the next good sample continues correctly. Before the first torque reading :meth:`update`
+    returns 0 and :attr:`samples` stays 0 (:attr:`unread` counts them). Intervals equal to the nanosecond share their
     ``exp(-K dt)`` (computed once at a fixed rate). :meth:`reset` starts over (``r = 0``, the next sample
     is the new ``p(0)``); :meth:`set_model` swaps the model (a payload) and carries on from the last
     sample; :attr:`gain` may change between samples. :attr:`decay` is ``exp(-K dt)`` of the last
