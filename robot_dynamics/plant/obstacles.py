@@ -1,6 +1,6 @@
 """Obstacles in the plant's world: boxes and cylinders the arm can run into (parsed here, no MuJoCo).
 
-A YAML file (``config/obstacles/*.yaml`` are examples)::
+A YAML file (docs/plant.md, "Obstacles")::
 
     obstacles:
       - name: wall                    # unique; default obstacle_<k>
