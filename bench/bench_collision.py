@@ -8,12 +8,13 @@ Per robot (UR5, Panda of example-robot-data; the closed-loop benchmark's deviati
 ``franka`` for the Panda), one ``robot-dynamics collision`` run: the simulator, the contact node and the
 feed-forward node over DDS in lock-step at 1 kHz; the model identified on an excitation recording, the
 thresholds from ``contact --calibrate`` on a free-motion recording; then ``--free-duration`` s of free motion
-with the ``stop`` reaction armed, and the tool driven down at 0.4 m/s peak into a table 10 cm below it,
+with the ``stop`` reaction armed, and the tool driven down at 0.4 m/s peak into a table 25 cm below it,
 rigid and compliant (10 000 N/m, 1 kg), once per reaction (none, stop, float, reflex). Prints the table:
 the tool's speed at the first contact (ground truth: the simulator's obstacle force), the detection and
-the reaction's first command after the first contact, the peak force and the force 0.5 s after the
-contact, each against ``none``; and the targets (first command <= 15 ms; peak >= 50 % and late force >=
-90 % lower for stop and float).
+the reaction's first command after the first contact, the impact's force (its first 10 ms, set by the
+arm's momentum before any command acts), the peak force after it and the force 0.5 s after the
+contact, each against ``none``; and the targets (first command <= 15 ms; peak after the impact >= 50 %
+and late force >= 90 % lower for stop and float).
 
 **Free motion, 10 minutes** (``--free-minutes``): the same deviated plant (with the sensor profile) under
 the identified model's PD + feed-forward, ``run_plant`` (no ROS, the nodes' law, deterministic) over way
@@ -42,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_closed_loop import ROBOTS, ROBOTS_DIR
 
 PROFILES = {"ur5": "ur_e_series", "panda": "franka"}
-DROP = 0.10  # m, the table's top below the tool at the start
+DROP = 0.25  # m, the table's top below the tool at the start (the wrist's geometry reaches lower)
 STIFFNESS = 10000.0  # N/m, the compliant table
 REACTIONS = "none,stop,float,reflex"
 
@@ -200,9 +201,9 @@ def callback_ratio(messages: int) -> dict[str, float]:
 
 def table(results: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
-        "| robot | sensors | obstacle | reaction | tool speed | detection | first command | peak force | 0.5 s later | "
-        "peak vs none | later vs none | targets |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| robot | sensors | obstacle | reaction | tool speed | detection | first command | impact (10 ms) | "
+        "peak after | 0.5 s later | peak vs none | later vs none | targets |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for key, summary in results.items():
         name, sensors = key.split("/")
@@ -225,7 +226,8 @@ def table(results: dict[str, dict[str, Any]]) -> list[str]:
                 late = "-" if row["late_force"] is None else f"{row['late_force']:.1f} N"
                 lines.append(
                     f"| {name} | {sensors} | {obstacle} | {row['reaction']} | {speed} | {ms(row['detection'])} | "
-                    f"{ms(row['first_command'])} | {row['peak_force']:.0f} N | {late} | {pct(red.get('peak'))} | "
+                    f"{ms(row['first_command'])} | {row['impact_force']:.0f} N | {row['peak_force']:.0f} N | {late} | "
+                    f"{pct(red.get('peak'))} | "
                     f"{pct(red.get('late'))} | {'-' if not ok else ('met' if all(ok) else 'MISSED')} |"
                 )
     return lines
@@ -253,7 +255,7 @@ def main() -> int:
                 print(f"{key}: {args.free_minutes:g} min of free motion (no ROS) ...", flush=True)
                 free[key] = free_minutes(name, sensors, out / f"{name}_{sensors}", args.free_minutes, seed=11)
     (out / "bench.json").write_text(json.dumps({"results": results, "free": free}, indent=2) + "\n")
-    print("\nCollision into a table 10 cm below the tool, 0.4 m/s peak, lock-step 1 kHz through the nodes:\n")
+    print("\nCollision into a table 25 cm below the tool, 0.4 m/s peak, lock-step 1 kHz through the nodes:\n")
     print("\n".join(table(results)))
     print("\nFree motion, reaction stop armed (through the nodes; and without ROS, the calibrated detector):\n")
     print("| robot | sensors | through the nodes | collisions, reactions | without ROS | collisions raised |")

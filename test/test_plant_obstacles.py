@@ -157,7 +157,7 @@ def test_an_obstacle_file_is_read_and_yaml_errors_name_it(tmp_path: Path) -> Non
     good = tmp_path / "obstacles.yaml"
     good.write_text("obstacles:\n  - {name: w, shape: box, position: [1, 0, 0], size: [0.1, 1, 1], stiffness: 10000}\n")
     (o,) = load_obstacles(good).items
-    assert o.stiffness == 1.0e4 and o.damping == pytest.approx(2.0 * np.sqrt(1.0e4)) and o.mass == 1.0
+    assert o.stiffness == 1.0e4 and o.damping == pytest.approx(2.0 * np.sqrt(1.0e4 * 0.1)) and o.mass == 0.1
     bad = tmp_path / "broken.yaml"
     bad.write_text("obstacles: [\n")
     with pytest.raises(ModelError, match=r"broken\.yaml"):

@@ -2,7 +2,7 @@
 
   robot-dynamics collision ROBOT --plant PLANT.yaml --obstacles OBSTACLES.yaml [...] --start Q ... --out DIR
       [--reactions none,stop,float,reflex] [--speed V] [--direction X Y Z] [--sensor-profile NAME]
-      [--identified FILE] [--contact-params YAML] [--calibration-duration S] [--free-duration S]
+      [--identified FILE] [--contact-params YAML] [--calibration-duration S] [--margin M] [--free-duration S]
       [--reaction-option NAME=VALUE ...] [--kp K ...] [--kd K ...] [--bandwidth WN] [--rate HZ] [--timestep S]
       [--reach R] [--seed N] [--excitation-duration S] [--harmonics K] [--friction LAW] [--after S]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--domain-id N] [--json]
@@ -55,8 +55,11 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--contact-params", default="", metavar="YAML", help="contact node thresholds instead of calibrating"
     )
-    p.add_argument("--calibration-duration", type=float, default=20.0, metavar="S", help="(%(default)s)")
+    p.add_argument("--calibration-duration", type=float, default=30.0, metavar="S", help="(%(default)s)")
     p.add_argument("--free-duration", type=float, default=30.0, metavar="S", help="0 = skip (%(default)s)")
+    p.add_argument(
+        "--margin", type=float, default=3.0, metavar="M", help="contact --calibrate's margin, >= 1 (%(default)s)"
+    )
     p.add_argument("--after", type=float, default=1.0, metavar="S", help="s recorded after the motion (%(default)s)")
     p.add_argument(
         "--reaction-option",
@@ -110,6 +113,8 @@ def run_collision(args: argparse.Namespace) -> int:
             raise RobotDynamicsError(f"--{option.replace('_', '-')} must be a finite number > 0, got {value}")
     if not (math.isfinite(args.free_duration) and args.free_duration >= 0.0 and args.after >= 0.0):
         raise RobotDynamicsError("--free-duration and --after must be >= 0 s")
+    if not (math.isfinite(args.margin) and args.margin >= 1.0):
+        raise RobotDynamicsError(f"--margin must be >= 1, got {args.margin}")
     reactions = tuple(r.strip() for r in args.reactions.split(",") if r.strip())
     unknown = [r for r in reactions if r not in REACTIONS]
     if unknown or not reactions:
@@ -172,6 +177,7 @@ def run_collision(args: argparse.Namespace) -> int:
         contact_parameters=args.contact_params,
         calibration_duration=args.calibration_duration,
         free_duration=args.free_duration,
+        margin=args.margin,
     )
     say = (
         (lambda text: print(text, file=sys.stderr, flush=True)) if args.json else (lambda text: print(text, flush=True))

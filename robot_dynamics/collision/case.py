@@ -11,8 +11,10 @@
   quintic's peak ``ds/dτ``). The arm is at rest at the start, as a case begins from a hold.
 * **What a run measured** (:func:`measure`): from the obstacles' force on the arm (the simulator's ground
   truth), the contact node's collision events and the feed-forward node's reaction report: the first
-  contact, the tool's speed there, the detection and the reaction's first command after it, the peak
-  force and the force 0.5 s after the contact.
+  contact, the tool's speed just before it, the detection and the reaction's first command after it,
+  the peak force of the impact (the first ``IMPACT`` s), the peak force after it (the arm pushing on:
+  what a reaction changes; ISO/TS 15066 tells the transient contact from the quasi-static one) and the
+  force 0.5 s after the contact.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ SEARCH_SAMPLES = 300
 QUINTIC_PEAK = 1.875
 #: The force long after the contact: this long after it, s.
 LATE = 0.5
+#: The impact: the first this many s of the contact, whose force the arm's momentum and the obstacle's
+#: stiffness set before a command can act (a rigid obstacle stops the tool within a physics step or two).
+IMPACT = 0.01
 
 
 class CollisionCaseError(RobotDynamicsError):
@@ -136,7 +141,8 @@ class CaseMeasures:
     detection: float | None  # the first collision event's state after the contact
     first_command: float | None  # the reaction's first command (its joint state's stamp)
     reported_latency: float | None  # the node's report: first command - collision stamp
-    peak_force: float
+    peak_force: float  # after the impact: from IMPACT s after the contact on
+    impact_force: float  # the impact's: the first IMPACT s of the contact
     late_force: float | None  # LATE s after the contact
     false_events: int  # collision events raised before the first contact
 
@@ -160,9 +166,11 @@ def measure(
     touching = np.flatnonzero(force > 0.0)
     peak = float(force.max()) if force.size else 0.0
     if not touching.size:
-        return CaseMeasures(reaction, None, None, None, None, reported_latency, peak, None, len(raised_stamps))
+        return CaseMeasures(reaction, None, None, None, None, reported_latency, peak, peak, None, len(raised_stamps))
     contact_ns = int(force_stamps[touching[0]])
-    k = int(np.argmin(np.abs(state_stamps - contact_ns)))
+    impact = force_stamps < contact_ns + round(IMPACT * 1e9)
+    peak = float(force[~impact].max()) if (~impact).any() else 0.0
+    k = max(int(np.searchsorted(state_stamps, contact_ns)) - 1, 0)  # the last state before the contact
     J = np.asarray(jacobian(model, q[k], frame="world"))[:3]
     speed = float(np.linalg.norm(J @ qd[k]))
     late_ns = contact_ns + round(LATE * 1e9)
@@ -181,12 +189,14 @@ def measure(
         since(first_command_ns),
         reported_latency,
         peak,
+        float(force[impact].max()),
         late,
         len(before),
     )
 
 
 __all__ = [
+    "IMPACT",
     "LATE",
     "CaseMeasures",
     "CollisionCaseError",

@@ -2,9 +2,9 @@
 
 Per reaction: the tool's speed at the first contact (the obstacles' force on the arm, the simulator's
 ground truth), the detection (the contact node's first collision event after the contact) and the
-reaction's first command after the contact, the peak force and the force ``LATE`` s after the contact,
-and for the reactions the reductions against ``none``: ``1 - peak / peak_none`` and
-``1 - late / late_none``.
+reaction's first command after the contact, the impact's peak force (its first ``IMPACT`` s), the peak
+force after it and the force ``LATE`` s after the contact, and for the reactions the reductions against
+``none``: ``1 - peak / peak_none`` (after the impact) and ``1 - late / late_none``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from robot_dynamics.collision.case import LATE, CaseMeasures
+from robot_dynamics.collision.case import IMPACT, LATE, CaseMeasures
 
 
 def _ms(value: float | None) -> str:
@@ -30,7 +30,8 @@ def describe(m: CaseMeasures) -> str:
     late = "-" if m.late_force is None else f"{m.late_force:.1f} N"
     return (
         f"contact at {m.contact:.3f} s, {m.tool_speed:.2f} m/s; detected {_ms(m.detection)}, first reaction command "
-        f"{_ms(m.first_command)} after it; peak {m.peak_force:.1f} N, {late} {LATE:g} s later"
+        f"{_ms(m.first_command)} after it; impact {m.impact_force:.1f} N, then peak {m.peak_force:.1f} N, "
+        f"{late} {LATE:g} s later"
     )
 
 
@@ -93,9 +94,10 @@ def markdown(summary: dict[str, Any]) -> str:
         lines += [
             f"## {key} ({Path(case['obstacles']).name})",
             "",
-            "| reaction | tool speed at contact | detection after contact | first reaction command | peak force | "
-            f"force {LATE:g} s later | peak vs none | later vs none |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            "| reaction | tool speed at contact | detection after contact | first reaction command | "
+            f"impact force (first {IMPACT * 1e3:g} ms) | peak force after it | force {LATE:g} s later | "
+            "peak vs none | later vs none |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for row in case["rows"]:
             red = case["reductions"].get(row["reaction"], {})
@@ -107,7 +109,8 @@ def markdown(summary: dict[str, Any]) -> str:
             late = "-" if row["late_force"] is None else f"{row['late_force']:.1f} N"
             lines.append(
                 f"| {row['reaction']} | {speed} | {_ms(row['detection'])} | {_ms(row['first_command'])} | "
-                f"{row['peak_force']:.1f} N | {late} | {pct(red.get('peak'))} | {pct(red.get('late'))} |"
+                f"{row['impact_force']:.1f} N | {row['peak_force']:.1f} N | {late} | {pct(red.get('peak'))} | "
+                f"{pct(red.get('late'))} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -10,7 +10,7 @@ A YAML file (docs/plant.md, "Obstacles")::
         size: [0.04, 0.8, 0.8]        # box: full edge lengths x, y, z (m); cylinder: [radius, length]
         stiffness: 20000              # N/m: a compliant obstacle (default: rigid)
         damping: 300                  # N s/m, with stiffness (default: 2 sqrt(stiffness * mass))
-        mass: 1.0                     # kg, with stiffness: the moving part (default 1)
+        mass: 0.1                     # kg, with stiffness: the moving part (default 0.1)
         friction: 0.0                 # Coulomb coefficient of the arm-obstacle contact (default 0)
 
 Its contacts with the arm's links are the plant's only contacts
@@ -36,6 +36,8 @@ from robot_dynamics.models.validation import suggest
 from robot_dynamics.models.yaml_text import read_text_file, read_yaml
 
 SHAPES = ("box", "cylinder")
+#: The moving mass of a compliant obstacle without one, kg (a pad's surface, not the wall behind it).
+DEFAULT_MASS = 0.1
 KEYS = ("name", "shape", "position", "rpy", "size", "stiffness", "damping", "mass", "friction")
 
 
@@ -50,7 +52,7 @@ class Obstacle:
     rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
     stiffness: float | None = None
     damping: float = 0.0
-    mass: float = 1.0
+    mass: float = 0.1
     friction: float = 0.0
 
     @property
@@ -131,9 +133,9 @@ def _obstacle(entry: Any, k: int, source: str, taken: set[str]) -> Obstacle:
     for key in ("damping", "mass"):
         if key in entry and stiffness is None:
             raise ModelError(source, f"{where}.{key}", "needs stiffness (a rigid obstacle is fixed in the world)")
-    damping, mass = 0.0, 1.0
+    damping, mass = 0.0, DEFAULT_MASS
     if stiffness is not None:
-        mass = _scalar(entry.get("mass", 1.0), source, f"{where}.mass", positive=True, what="kg")
+        mass = _scalar(entry.get("mass", DEFAULT_MASS), source, f"{where}.mass", positive=True, what="kg")
         default = 2.0 * math.sqrt(stiffness * mass)  # critically damped
         damping = _scalar(entry.get("damping", default), source, f"{where}.damping", positive=False, what="N s/m")
     friction = _scalar(entry.get("friction", 0.0), source, f"{where}.friction", positive=False, what="Coulomb")

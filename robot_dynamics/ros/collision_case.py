@@ -28,6 +28,7 @@ order they run, one sequence to read (the measures and the report are :mod:`robo
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -65,11 +66,39 @@ from robot_dynamics.ros.replay import Recorder
 from robot_dynamics.user_input import external_names, renamed_model
 
 MOVE_S, SETTLE_S, HOLD_S = 1.0, 0.5, 5.0  # bringing the arm to the excitation's start (as the experiment)
+WRENCH, COLLISION, REACTION = "/simulator_node/obstacle_wrench", "/contact_node/collision", "/feedforward/reaction"
 EXTRA = {  # topic: message type, recorded beside the joint states and commands
-    "/simulator_node/obstacle_wrench": "geometry_msgs/msg/WrenchStamped",
-    "/contact_node/collision": "robot_dynamics_interfaces/msg/CollisionEvent",
-    "/feedforward/reaction": "robot_dynamics_interfaces/msg/ReactionEvent",
+    WRENCH: "geometry_msgs/msg/WrenchStamped",
+    COLLISION: "robot_dynamics_interfaces/msg/CollisionEvent",
+    REACTION: "robot_dynamics_interfaces/msg/ReactionEvent",
 }
+
+
+def _data(recorded: Mapping[str, RawTopic], topic: str) -> list[bytes]:
+    return recorded[topic].data if topic in recorded else []
+
+
+def _collision_dict(e: Any) -> dict[str, Any]:
+    return {
+        "stamp_ns": stamp_to_ns(e.header.stamp),
+        "joint": e.joint,
+        "raised": bool(e.raised),
+        "magnitude": e.magnitude,
+        "threshold": e.threshold,
+        "in_collision": bool(e.in_collision),
+    }
+
+
+def _reaction_dict(r: Any) -> dict[str, Any]:
+    return {
+        "stamp_ns": stamp_to_ns(r.header.stamp),
+        "strategy": r.strategy,
+        "active": bool(r.active),
+        "collision_stamp_ns": stamp_to_ns(r.collision_stamp),
+        "command_stamp_ns": stamp_to_ns(r.command_stamp),
+        "latency_s": r.latency,
+        "joints": list(r.joints),
+    }
 
 
 @dataclass(frozen=True)
@@ -87,8 +116,9 @@ class CollisionSettings:
     reaction_parameters: Mapping[str, float] = field(default_factory=dict)
     identified: str = ""  # a model to use instead of identifying
     contact_parameters: str = ""  # a contact-node parameter file instead of calibrating
-    calibration_duration: float = 20.0
+    calibration_duration: float = 30.0
     free_duration: float = 30.0
+    margin: float = 3.0  # contact --calibrate's margin
 
 
 @dataclass
@@ -290,11 +320,20 @@ class CollisionCase:
         return start, recorded
 
     def _write_bag(self, key: str, recorded: Mapping[str, RawTopic]) -> Path:
+        """The standard messages as a rosbag2 bag (``bags/KEY``); the collision events and reaction reports,
+        whose types a bag reader without this package's interfaces cannot decode, as ``bags/KEY_events.json``."""
         bag = self.out / "bags" / key
         with BagWriter(bag, overwrite=True) as writer:
             for topic in recorded.values():
-                if len(topic):
+                if len(topic) and not topic.msgtype.startswith("robot_dynamics_interfaces/"):
                     writer.write_raw(topic.topic, topic.msgtype, topic.timestamps, topic.data)
+        events = {
+            "collisions": [
+                _collision_dict(deserialize_message(raw, CollisionEvent)) for raw in _data(recorded, COLLISION)
+            ],
+            "reactions": [_reaction_dict(deserialize_message(raw, ReactionEvent)) for raw in _data(recorded, REACTION)],
+        }
+        (self.out / "bags" / f"{key}_events.json").write_text(json.dumps(events, indent=1) + "\n")
         return bag
 
     # -- the steps ------------------------------------------------------------------------------------
@@ -349,7 +388,8 @@ class CollisionCase:
         params = self.out / "contact.yaml"
         self.say("  robot-dynamics contact --calibrate ...")
         args = ["contact", str(bag), "--robot", identified, *chain_arguments(self.b), "--calibrate"]
-        self._command([*args, "--effort-timing", "auto", "--params", str(params)], "calibrate")
+        args += ["--margin", f"{self.s.margin:g}", "--effort-timing", "auto", "--params", str(params)]
+        self._command(args, "calibrate")
         return str(params)
 
     def free_check(self, identified: str, contact: str) -> None:
@@ -361,8 +401,8 @@ class CollisionCase:
         self.say(f"  {self.s.free_duration:g} s of free motion, reaction stop armed ...")
         self._session("free", identified, self.q0, run, contact=contact, reaction="stop")  # type: ignore[arg-type]
         self._write_bag("free", recorded)
-        events = [deserialize_message(raw, CollisionEvent) for raw in recorded["/contact_node/collision"].data]
-        reactions = [deserialize_message(raw, ReactionEvent) for raw in recorded["/feedforward/reaction"].data]
+        events = [deserialize_message(raw, CollisionEvent) for raw in _data(recorded, COLLISION)]
+        reactions = [deserialize_message(raw, ReactionEvent) for raw in _data(recorded, REACTION)]
         states = len(recorded["/joint_states"])
         self.free = {
             "duration_s": self.free_motion.duration,
@@ -391,16 +431,16 @@ class CollisionCase:
             reaction=reaction,
         )
         self._write_bag(f"{key}_{reaction}", recorded)
-        wrenches = [deserialize_message(raw, WrenchStamped) for raw in recorded["/simulator_node/obstacle_wrench"].data]
+        wrenches = [deserialize_message(raw, WrenchStamped) for raw in _data(recorded, WRENCH)]
         force_stamps = np.array([stamp_to_ns(w.header.stamp) for w in wrenches], dtype=np.int64)
         force = np.array([np.linalg.norm([w.wrench.force.x, w.wrench.force.y, w.wrench.force.z]) for w in wrenches])
         keep = force_stamps >= start_ns[0]
         states = decode_joint_states(recorded["/joint_states"], self.names)
-        events = [deserialize_message(raw, CollisionEvent) for raw in recorded["/contact_node/collision"].data]
+        events = [deserialize_message(raw, CollisionEvent) for raw in _data(recorded, COLLISION)]
         raised = [
             stamp_to_ns(e.header.stamp) for e in events if e.raised and stamp_to_ns(e.header.stamp) >= start_ns[0]
         ]
-        reports = [deserialize_message(raw, ReactionEvent) for raw in recorded["/feedforward/reaction"].data]
+        reports = [deserialize_message(raw, ReactionEvent) for raw in _data(recorded, REACTION)]
         started = [r for r in reports if r.active]
         first = stamp_to_ns(started[0].command_stamp) if started else None
         result = measure(
