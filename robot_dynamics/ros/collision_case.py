@@ -158,16 +158,20 @@ class CollisionCase:
         free_plant = make_plant(
             self._options(""), renamed_model(model, b.joint_map), period, b.robot, b.base_link, b.tip_link
         )
-        self.calibration = planned_motion(
-            model, self.q0, duration=s.calibration_duration, reach=b.reach, seed=b.seed + 1, names=self.names
-        )
-        self.free_motion = planned_motion(
-            model, self.q0, duration=s.free_duration, reach=b.reach, seed=b.seed + 2, names=self.names
-        )
-        for what, motion in (("calibration", self.calibration), ("free", self.free_motion)):
+        motions = {}
+        if not s.contact_parameters:
+            motions["calibration"] = planned_motion(
+                model, self.q0, duration=s.calibration_duration, reach=b.reach, seed=b.seed + 1, names=self.names
+            )
+        if s.free_duration > 0.0:
+            motions["free"] = planned_motion(
+                model, self.q0, duration=s.free_duration, reach=b.reach, seed=b.seed + 2, names=self.names
+            )
+        for what, motion in motions.items():
             touching = first_contact(free_plant, motion)  # type: ignore[arg-type]
             if touching:
                 raise ExperimentError(f"the {what} motion: {touching} (choose a smaller --reach or another --start)")
+        self.calibration, self.free_motion = motions.get("calibration"), motions.get("free")
         self.cases: dict[str, tuple[str, Motion, float]] = {}
         for path in s.obstacles:
             obstacles = load_obstacles(path)
@@ -379,8 +383,11 @@ class CollisionCase:
             return str(Path(self.s.contact_parameters).resolve())
         recorded: dict[str, RawTopic] = {}
 
+        motion = self.calibration
+        assert motion is not None
+
         def run(session: Session) -> None:
-            recorded.update(self._track(session, self.calibration, approach=False)[1])
+            recorded.update(self._track(session, motion, approach=False)[1])
 
         self.say(f"  recording {self.s.calibration_duration:g} s of free motion for the thresholds ...")
         self._session("calibration", identified, self.q0, run)  # type: ignore[arg-type]
@@ -394,9 +401,11 @@ class CollisionCase:
 
     def free_check(self, identified: str, contact: str) -> None:
         recorded: dict[str, RawTopic] = {}
+        motion = self.free_motion
+        assert motion is not None
 
         def run(session: Session) -> None:
-            recorded.update(self._track(session, self.free_motion, approach=False)[1])
+            recorded.update(self._track(session, motion, approach=False)[1])
 
         self.say(f"  {self.s.free_duration:g} s of free motion, reaction stop armed ...")
         self._session("free", identified, self.q0, run, contact=contact, reaction="stop")  # type: ignore[arg-type]
@@ -405,7 +414,7 @@ class CollisionCase:
         reactions = [deserialize_message(raw, ReactionEvent) for raw in _data(recorded, REACTION)]
         states = len(recorded["/joint_states"])
         self.free = {
-            "duration_s": self.free_motion.duration,
+            "duration_s": motion.duration,
             "joint_states": states,
             "collisions_raised": sum(e.raised for e in events),
             "reactions": sum(r.active for r in reactions),
