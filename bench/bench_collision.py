@@ -99,11 +99,12 @@ def free_minutes(name: str, sensors: str, run_dir: Path, minutes: float, seed: i
     import warnings
 
     import robot_dynamics as rd
-    from robot_dynamics.control import ControlLaw, ControlSettings, as_gains
+    from robot_dynamics.control import ControlLaw, ControlSettings
     from robot_dynamics.experiment.motion import planned_motion
     from robot_dynamics.plant import PlantOptions, make_plant
     from robot_dynamics.plant.run import run_plant, write_run_bag
     from robot_dynamics.reaction import ReactingController, ReactionSettings
+    from robot_dynamics.user_input import as_gains
 
     spec = ROBOTS[name]
     report = json.loads((run_dir / "report.json").read_text())

@@ -20,11 +20,12 @@ import pytest
 from engine_reference import EXAMPLE_ROBOTS
 
 import robot_dynamics as rd
-from robot_dynamics.control import ControlLaw, Controller, ControlSettings, as_gains
+from robot_dynamics.control import ControlLaw, Controller, ControlSettings
 from robot_dynamics.errors import ModelError
 from robot_dynamics.plant import MujocoPlant, parse_deviations, plant_source
 from robot_dynamics.plant.obstacles import load_obstacles, parse_obstacles
 from robot_dynamics.plant.run import run_plant
+from robot_dynamics.user_input import as_gains
 
 UR5 = str(EXAMPLE_ROBOTS / "ur_description/urdf/ur5_robot.urdf")
 Q0 = np.array([0.0, -1.2, 1.5, -1.9, -1.57, 0.0])

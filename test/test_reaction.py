@@ -21,7 +21,7 @@ from engine_reference import EXAMPLE_ROBOTS, URDF_ARMS
 
 import robot_dynamics as rd
 from robot_dynamics.bag.decode import TrajectoryMessage
-from robot_dynamics.control import ControlLaw, Controller, ControlSettings, as_gains
+from robot_dynamics.control import ControlLaw, Controller, ControlSettings
 from robot_dynamics.errors import StateError
 from robot_dynamics.feedforward import TrajectorySchedule
 from robot_dynamics.reaction import (
@@ -35,6 +35,7 @@ from robot_dynamics.reaction import (
     reflex_torque,
     stop_torque,
 )
+from robot_dynamics.user_input import as_gains
 
 PUMA = rd.load_robot("puma560")  # Coulomb + viscous friction, effort limits
 RNG = np.random.default_rng(23)

@@ -18,11 +18,12 @@ from ros_harness import Collector, Spinner, private_context, spinner_in_namespac
 from test_ros_control import Talk  # noqa: E402
 from test_ros_live import NAMES, send_parameters, start_feedforward, trajectory_msg  # noqa: E402
 
-from robot_dynamics.control import ControlLaw, ControlSettings, as_gains  # noqa: E402
+from robot_dynamics.control import ControlLaw, ControlSettings  # noqa: E402
 from robot_dynamics.models import load_robot  # noqa: E402
 from robot_dynamics.reaction import stop_torque  # noqa: E402
 from robot_dynamics.ros.messages import DATA_QOS, ns_to_stamp, stamp_to_ns  # noqa: E402
 from robot_dynamics.ros.reaction_messages import CollisionEvent, ReactionEvent  # noqa: E402
+from robot_dynamics.user_input import as_gains  # noqa: E402
 
 pytestmark = pytest.mark.ros
 

@@ -100,11 +100,11 @@ def _reaction_options(items: list[str]) -> dict[str, float]:
 
 
 def run_collision(args: argparse.Namespace) -> int:
-    from ..control import gains_error
     from ..experiment.settings import Settings
     from ..plant import load_deviations
     from ..plant.obstacles import load_obstacles
     from ..reaction import REACTIONS
+    from ..user_input import gains_error
 
     model = load_robot_from_args(args)
     for option in ("speed", "rate", "timestep", "reach", "bandwidth", "excitation_duration", "calibration_duration"):
