@@ -36,13 +36,15 @@ def describe(m: CaseMeasures) -> str:
 
 
 def reductions(rows: list[CaseMeasures]) -> dict[str, dict[str, float | None]]:
-    """Per reaction, ``1 - x / x_none`` of the peak force and of the late force."""
+    """Per reaction, ``1 - x / x_none`` of the peak force and of the late force; None where a run did not
+    touch the obstacle (a reaction raised before the contact stops the arm short of it: no comparison)."""
     none = next((m for m in rows if m.reaction == "none"), None)
     out: dict[str, dict[str, float | None]] = {}
     for m in rows:
         if none is None or m.reaction == "none":
             continue
-        peak = 1.0 - m.peak_force / none.peak_force if none.peak_force > 0.0 else None
+        touched = m.contact is not None and none.contact is not None
+        peak = 1.0 - m.peak_force / none.peak_force if touched and none.peak_force > 0.0 else None
         late = (
             1.0 - m.late_force / none.late_force
             if m.late_force is not None and none.late_force is not None and none.late_force > 0.0
