@@ -9,7 +9,8 @@ Per robot (UR5, Panda of example-robot-data; the closed-loop benchmark's deviati
 feed-forward node over DDS in lock-step at 1 kHz; the model identified on an excitation recording, the
 thresholds from ``contact --calibrate`` on a free-motion recording; then ``--free-duration`` s of free motion
 with the ``stop`` reaction armed, and the tool driven down at 0.4 m/s peak into a table 25 cm below it,
-rigid and compliant (10 000 N/m, 1 kg), once per reaction (none, stop, float, reflex). Prints the table:
+rigid and compliant (10 000 N/m, the default moving mass 0.1 kg), once per reaction (none, stop, float,
+reflex). Prints the table:
 the tool's speed at the first contact (ground truth: the simulator's obstacle force), the detection and
 the reaction's first command after the first contact, the impact's force (its first 10 ms, set by the
 arm's momentum before any command acts), the peak force after it and the force 0.5 s after the
