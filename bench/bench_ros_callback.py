@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_ros_callback.py [--messages 3000] [--rate 1000] [--robot puma560]
                                                  [--control-law pd_feedforward] [--kp 100] [--kd 10]
+                                                 [--reaction stop]
 
 Builds a ``FeedforwardNode`` (not spun) and calls its joint-state callback directly with prebuilt
 ``sensor_msgs/JointState`` messages at ``--rate`` Hz (paced, as in a live node: caches are as cold as
@@ -89,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--kp", type=float, default=100.0, help="kp of the feedback laws (default: %(default)s)")
     parser.add_argument("--kd", type=float, default=10.0, help="kd of the feedback laws (default: %(default)s)")
+    parser.add_argument(
+        "--reaction",
+        default="none",
+        choices=["none", "stop", "float", "reflex"],
+        help="the collision reaction armed (no collision event arrives: the cost of being armed)",
+    )
     args = parser.parse_args(argv)
     if args.mode == "sink":
         return run_sink()
@@ -107,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rclpy.init()
     overrides = [Parameter("robot_config", value=args.robot), Parameter("control_law", value=args.control_law)]
+    overrides += [Parameter("reaction", value=args.reaction)]
     if args.control_law != "feedforward":
         overrides += [Parameter("kp", value=args.kp), Parameter("kd", value=args.kd)]
         overrides += [Parameter("limit_efforts", value=True), Parameter("state_timeout", value=1.0)]
@@ -147,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         args.control_law if args.control_law == "feedforward" else f"{args.control_law}, kp {args.kp:g}, kd {args.kd:g}"
     )
     print(
-        f"\nfeedforward_node callback in-process ({args.robot}, {law}, {args.rate:.0f} Hz paced, "
-        f"{os.cpu_count()} cores)\n"
+        f"\nfeedforward_node callback in-process ({args.robot}, {law}, reaction {args.reaction}, "
+        f"{args.rate:.0f} Hz paced, {os.cpu_count()} cores)\n"
     )
     print("| outputs | measurement | mean (µs) | p50 (µs) | p99 (µs) | mean / bare publish |")
     print("|---|---|---|---|---|---|")

@@ -70,6 +70,8 @@ LAYERS: dict[str, int] = {
     "plant": 3,
     "contact": 3,
     "experiment": 3,
+    "reaction": 3,
+    "collision": 3,
     "ros": 4,
     "cli": 5,
 }

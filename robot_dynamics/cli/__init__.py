@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "excitation",
     "contact",
     "closed_loop",
+    "collision",
 )
 
 

@@ -4,8 +4,8 @@ The robot is named as every node names it (``robot``: URDF text, a URDF file, a 
 bundled robot name, with ``base_link``, ``tip_link``, ``locked_joints``) and ``model`` is the robot
 model the node loaded from it (its joints possibly renamed by a ``joint_map`` ``{topic: file name}``).
 The ``model`` engine simulates ``model`` itself; the ``mujoco`` engine compiles the robot file (or the
-``mjcf`` file) with MuJoCo and the deviation file's changes. With a sensor profile (or overrides)
-the plant is wrapped in a real arm's sensors and actuators
+``mjcf`` file) with MuJoCo, the deviation file's changes and the obstacle file's obstacles. With a
+sensor profile (or overrides) the plant is wrapped in a real arm's sensors and actuators
 (:class:`~robot_dynamics.plant.sensors.SensedPlant`); without, the engine's plant is returned as it is.
 """
 
@@ -20,6 +20,7 @@ from robot_dynamics.model import RobotModel
 from robot_dynamics.plant.base import Plant
 from robot_dynamics.plant.deviations import NO_DEVIATIONS, load_deviations
 from robot_dynamics.plant.model_engine import ModelPlant
+from robot_dynamics.plant.obstacles import NO_OBSTACLES, load_obstacles
 from robot_dynamics.plant.sensor_profile import SensorProfile, load_sensor_profile
 from robot_dynamics.plant.sensors import SensedPlant
 
@@ -43,6 +44,7 @@ class PlantOptions:
     model_timestep: float = 0.0  # model engine, fixed_step: largest physics timestep, s (0: one control period)
     sensor_profile: str | SensorProfile = ""  # a sensor profile: bundled name, file or loaded ("": ideal)
     sensor_overrides: Mapping[str, Any] | str = ""  # profile keys on top (a mapping or YAML text)
+    obstacles: str = ""  # mujoco engine: an obstacle file (robot_dynamics.plant.obstacles)
 
     def sensors(self) -> SensorProfile | None:
         """The sensor profile these options name (None: the ideal arm, no wrapper)."""
@@ -79,7 +81,11 @@ def _engine_plant(
     options: PlantOptions, model: RobotModel, period: float, robot: str, base_link: str | None, tip_link: str | None
 ) -> Plant:
     if options.engine == "model":
-        for name, value in (("mjcf", options.mjcf), ("plant_deviations", options.deviations)):
+        for name, value in (
+            ("mjcf", options.mjcf),
+            ("plant_deviations", options.deviations),
+            ("obstacles", options.obstacles),
+        ):
             if value:
                 raise ValueError(f"{name} needs engine 'mujoco' (the model engine simulates the robot file itself)")
         if options.model_timestep < 0.0:
@@ -98,6 +104,7 @@ def _engine_plant(
     from robot_dynamics.plant.mujoco_plant import MujocoPlant
 
     deviations = load_deviations(options.deviations) if options.deviations else NO_DEVIATIONS
+    obstacles = load_obstacles(options.obstacles) if options.obstacles else NO_OBSTACLES
     file_names = [options.joint_map.get(name, name) for name in model.joint_names]
     locks = dict(options.locked_joints)
     source = plant_source(robot, base_link, tip_link, locks, mjcf=options.mjcf or None, joint_names=file_names)
@@ -113,4 +120,5 @@ def _engine_plant(
         max_timestep=options.timestep,
         integrator=options.mujoco_integrator,
         torque_sensing=options.torque_sensing,
+        obstacles=obstacles,
     )

@@ -47,6 +47,8 @@ from robot_dynamics.models.robots import bundled_robot_path
 from robot_dynamics.models.urdf import looks_like_xml
 from robot_dynamics.payload import NO_PAYLOAD, Payload
 from robot_dynamics.plant.deviations import NO_DEVIATIONS, Deviations, ResolvedDeviations
+from robot_dynamics.plant.mujoco_obstacles import ObstacleContacts, add_obstacles, configure_obstacles
+from robot_dynamics.plant.obstacles import NO_OBSTACLES, Obstacles
 from robot_dynamics.plant.urdf_source import plant_urdf, plant_urdf_file
 
 INTEGRATORS = {"implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST, "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT}
@@ -139,6 +141,7 @@ class CompiledPlant:
     tip_body: int
     source: PlantSource
     notes: tuple[str, ...] = ()
+    obstacles: ObstacleContacts | None = None  # the obstacles' contacts (robot_dynamics.plant.mujoco_obstacles)
 
 
 def nominal_joint_terms(model: RobotModel) -> tuple[dict[str, FloatArray], list[str]]:
@@ -248,16 +251,19 @@ def compile_plant(
     *,
     timestep: float = 0.001,
     integrator: str = "implicitfast",
+    obstacles: Obstacles = NO_OBSTACLES,
 ) -> CompiledPlant:
     """Compile the plant of ``source`` for the robot model ``nominal`` (see the module docstring).
 
     ``nominal``'s joints are ``source.joints`` in order (its names may be the ``joint_map``'s topic
-    names: the deviation file may use either).
+    names: the deviation file may use either). With ``obstacles`` the arm's only contacts are with them
+    (:mod:`robot_dynamics.plant.mujoco_obstacles`).
     """
     if integrator not in INTEGRATORS:
         raise ValueError(f"integrator must be one of {list(INTEGRATORS)}, got {integrator!r}")
     spec = _load_spec(source)
     _freeze(spec, source)
+    add_obstacles(spec, obstacles, source.name)
     spec.option.gravity = np.asarray(nominal.gravity, dtype=np.float64)
     spec.option.timestep = float(timestep)
     spec.option.integrator = INTEGRATORS[integrator]
@@ -289,6 +295,7 @@ def compile_plant(
     tip = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, source.tip)
     _check_chain(model, source, joint_ids)
     _deviate(model, joint_ids, deviations, terms, list(zip(source.joints, nominal.joint_names, strict=True)))
+    contacts = configure_obstacles(model, obstacles)
     return CompiledPlant(
         model,
         np.asarray(model.jnt_qposadr[joint_ids], dtype=np.intp),
@@ -297,6 +304,7 @@ def compile_plant(
         int(tip),
         source,
         tuple(notes) + tuple(f"collision geometry dropped: {d}" for d in source.dropped),
+        contacts,
     )
 
 

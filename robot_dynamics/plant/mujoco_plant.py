@@ -16,6 +16,10 @@
   ``(q, qd, qdd)`` on a separate ``MjData``: the joint torque that gives that acceleration in the
   plant, with armature, passive damping and the friction-loss constraint force (no external wrench).
 * **True model** (:attr:`MujocoPlant.true_model`): :func:`robot_dynamics.plant.true_model.true_model`.
+* **Obstacles** (:mod:`robot_dynamics.plant.obstacles`, :mod:`robot_dynamics.plant.mujoco_obstacles`):
+  boxes and cylinders in the world, the arm's only contacts; the force each exerts on the arm
+  (:attr:`MujocoPlant.obstacle_force`, world axes, and its moment about the world origin) averaged over
+  the period's physics steps, as the torque reading is.
 * **Payload**: the model is rebuilt with the payload as an extra body at the tool
   (:func:`robot_dynamics.plant.mujoco_model.compile_plant`); the state carries on.
 
@@ -37,6 +41,8 @@ from robot_dynamics.payload import Payload
 from robot_dynamics.plant.base import Plant
 from robot_dynamics.plant.deviations import NO_DEVIATIONS, Deviations
 from robot_dynamics.plant.mujoco_model import CompiledPlant, PlantSource, compile_plant
+from robot_dynamics.plant.mujoco_obstacles import obstacle_deflections, obstacle_forces
+from robot_dynamics.plant.obstacles import NO_OBSTACLES, Obstacles
 from robot_dynamics.plant.true_model import true_model
 
 #: Largest physics timestep by default, s (docs/plant.md: the step error against a fine reference).
@@ -64,6 +70,7 @@ class MujocoPlant(Plant):
         max_timestep: float = MAX_TIMESTEP,
         integrator: str = "implicitfast",
         torque_sensing: str = "motor",
+        obstacles: Obstacles = NO_OBSTACLES,
     ) -> None:
         super().__init__(model, period, torque_sensing)
         if len(source.joints) != model.dof:
@@ -75,18 +82,28 @@ class MujocoPlant(Plant):
         self.source = source
         self.deviations = deviations
         self.integrator = integrator
+        self.obstacles = obstacles
         self._remainder = 0.0
         self._build(model)
 
     def _build(self, model: RobotModel) -> None:
         compiled = compile_plant(
-            self.source, model, self.deviations, self.payload, timestep=self.timestep, integrator=self.integrator
+            self.source,
+            model,
+            self.deviations,
+            self.payload,
+            timestep=self.timestep,
+            integrator=self.integrator,
+            obstacles=self.obstacles,
         )
         self.compiled: CompiledPlant = compiled
         self.mjmodel = compiled.model
         self.data = mujoco.MjData(compiled.model)
         self._inverse_data = mujoco.MjData(compiled.model)
         self.notes = compiled.notes
+        m = len(self.obstacles)
+        self.obstacle_force: FloatArray = np.zeros((m, 3))  # over the last step, world axes, on the arm
+        self.obstacle_moment: FloatArray = np.zeros((m, 3))  # about the world origin
         self.__dict__.pop("true_model", None)
 
     # -- state ------------------------------------------------------------------------------------
@@ -101,6 +118,12 @@ class MujocoPlant(Plant):
     @property
     def time(self) -> float:
         return float(self.data.time)
+
+    @property
+    def obstacle_deflection(self) -> FloatArray:
+        """Each obstacle's displacement from its place ``(m, 3)`` m, its own axes (0: rigid, or none)."""
+        contacts = self.compiled.obstacles
+        return np.zeros((0, 3)) if contacts is None else obstacle_deflections(self.data, contacts)
 
     def reset(self, q: FloatArray, qd: FloatArray) -> None:
         mujoco.mj_resetData(self.mjmodel, self.data)
@@ -136,6 +159,8 @@ class MujocoPlant(Plant):
         pushed = bool(self._wrench.any())
         link = self.torque_sensing == "link"
         transmitted = np.zeros(self.model.dof)
+        contacts = self.compiled.obstacles
+        force, moment = np.zeros_like(self.obstacle_force), np.zeros_like(self.obstacle_moment)
         for _ in range(steps):
             if pushed:  # the moment arm at this step's pose: kinematics first (mj_step1), then the force
                 mujoco.mj_step1(m, d)
@@ -145,8 +170,14 @@ class MujocoPlant(Plant):
                 mujoco.mj_step(m, d)
             if link:  # the step's forces and acceleration stay in d after the integration
                 transmitted += self._transmitted()
+            if contacts is not None:  # the step's contacts and forces, too
+                f, mo = obstacle_forces(m, d, contacts)
+                force += f
+                moment += mo
         if link and steps:
             self._link_torque = transmitted / steps
+        if contacts is not None and steps:
+            self.obstacle_force, self.obstacle_moment = force / steps, moment / steps
         if not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()):
             raise StateError(f"the MuJoCo state became non-finite (warnings: {self._warnings()})")
 

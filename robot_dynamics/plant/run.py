@@ -78,7 +78,9 @@ class PlantRun:
     own contacts, e.g. a self-collision; 0 for an engine without contacts); the truth ``true_q``,
     ``true_qd`` ``(N, n)``, ``applied`` ``(N, n)`` the torque really applied over the period ending at
     ``t_k`` and ``true_link_torque`` ``(N, n)`` the link-side torque over it (None where the plant does not
-    compute it)."""
+    compute it); with obstacles in a MuJoCo plant, ``obstacle_force`` ``(N, m, 3)`` the force each exerts
+    on the arm over the period ending at ``t_k`` (world axes; the ground truth of a collision) and their
+    names."""
 
     t: FloatArray
     q: FloatArray
@@ -94,6 +96,16 @@ class PlantRun:
     true_qd: FloatArray
     applied: FloatArray
     true_link_torque: FloatArray | None = None
+    obstacle_force: FloatArray | None = None  # (N, m, 3) each obstacle's force on the arm over the period
+    obstacle_names: tuple[str, ...] = ()
+
+    @property
+    def contact_force(self) -> FloatArray:
+        """``(N,)`` the magnitude of the obstacles' total force on the arm over each period (N; 0 without
+        obstacles)."""
+        if self.obstacle_force is None:
+            return np.zeros(self.t.size)
+        return np.asarray(np.linalg.norm(self.obstacle_force.sum(axis=1), axis=1))
 
     @property
     def pushed(self) -> np.ndarray:
@@ -140,6 +152,9 @@ def run_plant(
     wrench, contacts = np.zeros((steps + 1, 6)), np.zeros(steps + 1, dtype=np.int64)
     wrenches = _wrench_schedule(pushes, steps, period)
     data = getattr(plant, "data", None)
+    physics = plant.physics
+    names = tuple(getattr(getattr(physics, "obstacles", None), "names", ()))
+    obstacle: FloatArray | None = np.zeros((steps + 1, len(names), 3)) if names else None
     for k in range(steps + 1):
         q[k], qd[k] = plant.q, plant.qd
         true_q[k], true_qd[k] = plant.true_q, plant.true_qd
@@ -153,6 +168,8 @@ def run_plant(
         effort[k + 1], applied[k + 1] = plant.effort, plant.applied
         if link is not None:
             link[k + 1] = plant.true_link_torque
+        if obstacle is not None:
+            obstacle[k + 1] = physics.obstacle_force  # type: ignore[attr-defined]
         wrench[k + 1] = plant.external_wrench
     effort[0], applied[0] = effort[1], applied[1]
     if link is not None:
@@ -180,6 +197,8 @@ def run_plant(
         true_qd=true_qd,
         applied=applied,
         true_link_torque=link,
+        obstacle_force=obstacle,
+        obstacle_names=names,
     )
 
 

@@ -1,10 +1,12 @@
 """The feed-forward node's control law as ROS parameters: declared, validated, changed at run time.
 
 :class:`ControlParameters` gives a node the parameters of :mod:`robot_dynamics.control` — ``control_law``,
-``kp``, ``kd``, ``feedforward_source``, ``limit_efforts``, ``state_timeout``, ``stale_action`` — each
+``kp``, ``kd``, ``feedforward_source``, ``limit_efforts``, ``state_timeout``, ``stale_action``, and the
+collision reaction of :mod:`robot_dynamics.reaction` (``reaction``, ``reaction_float_friction``,
+``reaction_reflex_gain``, ``reaction_reflex_fraction``, ``reaction_reflex_duration``) — each
 changeable at run time
 and refused with the reason when invalid (NaN, negative or wrong-length gains; a gain array may be
-integers, as ROS users write them); holds the :class:`~robot_dynamics.control.Controller` the node
+integers, as ROS users write them); holds the :class:`~robot_dynamics.reaction.ReactingController` the node
 calls per joint state; runs the stale-state watchdog (a timer on the node's clock, so simulated time
 under ``use_sim_time``, every ``state_timeout / 4``) that publishes the stop command through the
 node's own outputs; and reports the law in force, clamp counts and stale events in diagnostics.
@@ -27,11 +29,12 @@ from robot_dynamics.control import (
     FEEDFORWARD_SOURCES,
     STALE_ACTIONS,
     ControlLaw,
-    Controller,
     ControlSettings,
 )
+from robot_dynamics.errors import StateError
 from robot_dynamics.feedforward import FeedforwardLaw
 from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.reaction import REACTIONS, ReactingController, ReactionSettings
 from robot_dynamics.ros.messages import StartupError
 from robot_dynamics.ros.parameters import check_non_negative
 from robot_dynamics.ros.robot_node import ParameterCheck, RobotNode, check_bool, check_choice
@@ -70,7 +73,8 @@ class ControlParameters:
         self.publish = publish
         self.now = clock_reader(node.get_clock())  # the node's clock: simulated time under use_sim_time
         self.settings = ControlSettings()
-        self.controller: Controller | None = None
+        self.reaction = ReactionSettings()
+        self.controller: ReactingController | None = None
         self._gain_values: dict[str, Any] = {}
         self._watchdog: Any = None
         node.declare_dynamic(
@@ -125,7 +129,46 @@ class ControlParameters:
             lambda value: self.update(stale_action=str(value)),
         )
 
+        node.declare_dynamic(
+            "reaction",
+            "none",
+            "reaction to a collision event (topic collision): none | stop (hold the pose at detection) | float "
+            "(gravity + a share of the friction compensation: the arm yields) | reflex (a bounded torque along the "
+            "external torque, then stop)",
+            check_choice(REACTIONS),
+            lambda value: self._set_reaction(strategy=str(value)),
+        )
+        for name, default, description in (
+            ("float_friction", 0.5, "float: share of the model's friction compensated at the measured velocity, 0-1"),
+            ("reflex_gain", 1.0, "reflex: torque per N m of the event's external torque"),
+            ("reflex_fraction", 0.2, "reflex: bound of the reflex torque, share of each joint's effort limit, 0-1"),
+            ("reflex_duration", 0.1, "reflex: s of the reflex before the arm stops"),
+        ):
+            node.declare_dynamic(
+                f"reaction_{name}",
+                default,
+                description,
+                partial(self._reaction_error, name),
+                partial(self._set_reaction_value, name),
+            )
+
     # -- parameters -------------------------------------------------------------------------------
+    def _reaction_error(self, name: str, value: Any) -> str | None:
+        try:
+            replace(self.reaction, **{name: value})
+        except StateError as exc:
+            return str(exc)
+        return None
+
+    def _set_reaction_value(self, name: str, value: Any) -> None:
+        self._set_reaction(**{name: float(value)})
+
+    def _set_reaction(self, **changes: Any) -> None:
+        """New reaction settings; a reaction in progress finishes under its own strategy."""
+        self.reaction = replace(self.reaction, **changes)
+        if self.controller is not None:
+            self.controller.reaction.settings = self.reaction
+
     def update(self, **changes: Any) -> None:
         """New settings; the next joint state (and the watchdog) reads them."""
         self.settings = replace(self.settings, **changes)
@@ -171,7 +214,7 @@ class ControlParameters:
                 self.node.warnings.warn(name, f"parameter {name}: {error} for the new robot {model.name!r}; now zero")
             gains.append(as_gains(None if error else value, model.dof))
         self.settings = replace(self.settings, kp=gains[0], kd=gains[1])
-        self.controller = Controller(ControlLaw(model, law), self.settings)
+        self.controller = ReactingController(ControlLaw(model, law), self.settings, self.reaction)
 
     def on_payload(self, model: RobotModel, law: FeedforwardLaw) -> None:
         """The same joints with a payload: the controller keeps its state, the law changes."""
@@ -183,10 +226,19 @@ class ControlParameters:
             self.controller.release_hold()
 
     def trajectory_problem(self, sampler: JointTrajectorySampler) -> str | None:
-        """Why the law cannot track ``sampler`` (None: it can): the trajectory source needs efforts."""
+        """Why the law cannot track ``sampler`` (None: it can): the trajectory source needs efforts; a
+        reaction takes a new trajectory only once the contact has cleared."""
         if self.settings.feedforward_source == "trajectory" and sampler.efforts is None:
             return "feedforward_source is 'trajectory' but the trajectory's points carry no effort"
-        return None
+        problem = None if self.controller is None else self.controller.reaction.trajectory_problem()
+        if problem and self.controller is not None:
+            self.controller.reaction.counters.refused += 1
+        return problem
+
+    def trajectory_accepted(self) -> None:
+        """A trajectory was accepted: during a reaction (the contact cleared) it re-arms."""
+        if self.controller is not None:
+            self.controller.reaction.accepted()
 
     # -- stale state ------------------------------------------------------------------------------
     def _check_stale(self) -> None:
@@ -212,6 +264,8 @@ class ControlParameters:
     def diagnostic_level(self) -> tuple[bytes, str] | None:
         if self.controller is not None and self.controller.stale:
             return DiagnosticStatus.WARN, f"joint states stale: commanding {self.stale_text()}"
+        if self.controller is not None and self.controller.reaction.engaged:
+            return DiagnosticStatus.WARN, f"reacting to a collision: {self.controller.reaction.strategy}"
         return None
 
     def diagnostic_values(self) -> list[tuple[str, str]]:
@@ -223,6 +277,7 @@ class ControlParameters:
 
         values = [
             ("control_law", s.law),
+            ("reaction", self.reaction.strategy),
             ("kp", numbers(s.kp)),
             ("kd", numbers(s.kd)),
             ("feedforward_source", s.feedforward_source),
@@ -242,4 +297,20 @@ class ControlParameters:
             ("joint_states", state),
             ("stale_events", str(c.stale_events)),
             ("stale_commands", str(c.stale_commands)),
+            *self.reaction_values(controller),
+        ]
+
+    @staticmethod
+    def reaction_values(controller: ReactingController) -> list[tuple[str, str]]:
+        """The reaction's state and counters: collision events, reactions, trajectories refused, re-arms."""
+        state = controller.reaction
+        c = state.counters
+        phase = {"": "armed" if state.settings.armed else "off", "pending": "pending", "reacting": state.strategy}
+        return [
+            ("reaction_state", phase[state.phase]),
+            ("in_collision", str(state.in_collision).lower()),
+            ("collision_events", str(c.events)),
+            ("reactions", str(c.reactions)),
+            ("reaction_refused_trajectories", str(c.refused)),
+            ("reaction_rearmed", str(c.rearmed)),
         ]

@@ -3,7 +3,9 @@
 Subscribes
     ``joint_states`` (sensor_msgs/JointState): measured state, matched by joint name (any order, extra
     joints ignored, empty velocity = zero);
-    ``joint_trajectory`` (trajectory_msgs/JointTrajectory): desired motion, every model joint named.
+    ``joint_trajectory`` (trajectory_msgs/JointTrajectory): desired motion, every model joint named;
+    ``collision`` (robot_dynamics_interfaces/CollisionEvent): the contact node's collision events
+    (remap it onto ``contact_node/collision``), which trigger the ``reaction`` (:mod:`robot_dynamics.reaction`).
     ``header.stamp`` zero = start on receipt; otherwise start at that time (a later trajectory replaces
     the current one when it starts). If the first point is after ``t = 0`` the motion starts from the
     measured state (ROS semantics). A trajectory with no points cancels the active and pending ones
@@ -13,7 +15,10 @@ Publishes, for each accepted joint state
     ``joints``), ready for ros2_control's ``effort_controllers/JointGroupEffortController``;
     ``feedforward/efforts`` (sensor_msgs/JointState): the same with joint names, ``effort`` = torques,
     ``position``/``velocity`` = the state they were computed for, ``header.stamp`` = the sample time.
-    Both are serialised once per model and published as bytes (:mod:`.serialized`: only the stamp and
+    ``feedforward/reaction`` (robot_dynamics_interfaces/ReactionEvent): each reaction as it starts (the
+    strategy, the collision's stamp, the stamp of the reaction's first command, the time between them,
+    the joints in collision) and as it ends (re-armed by a new trajectory after the contact cleared).
+    The command outputs are serialised once per model and published as bytes (:mod:`.serialized`: only the stamp and
     the arrays change per message); an output with no matched subscriber is not published at all (a
     volatile topic's message would reach nobody).
 Serves
@@ -56,10 +61,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_dynamics.control import Controller
 from robot_dynamics.errors import StateError
 from robot_dynamics.feedforward import FRICTION_VELOCITY_CHOICES, FeedforwardLaw, TrajectorySchedule
 from robot_dynamics.model import FloatArray, RobotModel
+from robot_dynamics.reaction import ReactingController
 from robot_dynamics.ros.control_parameters import ControlParameters
 from robot_dynamics.ros.intake import SequenceGaps
 from robot_dynamics.ros.messages import (
@@ -76,6 +81,7 @@ from robot_dynamics.ros.messages import (
 from robot_dynamics.ros.messages import JointStateMatcher as _Matcher
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
+from robot_dynamics.ros.reaction_messages import CollisionEvent, ReactionEvent, collision_report, reaction_message
 from robot_dynamics.ros.realtime import LatencyRecord
 from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_choice
 from robot_dynamics.ros.serialized import SerializedTemplate
@@ -139,6 +145,8 @@ class FeedforwardNode(RobotNode):
             JointState, "joint_states", self._on_joint_state_info, qos_from_name(str(self.param("joint_states_qos")))
         )
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, DATA_QOS)
+        self.reaction_pub = self.create_publisher(ReactionEvent, "feedforward/reaction", DATA_QOS)
+        self.create_subscription(CollisionEvent, "collision", self._on_collision, DATA_QOS)
         self.create_service(SetPayload, "~/set_payload", self.payload_switch.serve)
 
     @property
@@ -215,10 +223,23 @@ class FeedforwardNode(RobotNode):
             self.reject("trajectory", exc)
             return
         self.trajectories_accepted += 1
+        self.control.trajectory_accepted()
         self.get_logger().info(
             f"trajectory accepted: {len(sampler.times)} points, {sampler.kind} interpolation, "
             f"{sampler.end_time:.3f} s, starts in {max(start - now, 0) * 1e-9:.3f} s"
         )
+
+    # -- collision events -------------------------------------------------------------------------
+    def _on_collision(self, msg: Any) -> None:
+        controller, model = self.control.controller, self.model
+        if controller is None or model is None:
+            return
+        try:
+            report = collision_report(msg, model.joint_names, self.control.now())
+        except StateError as exc:
+            self.reject("collision", exc)
+            return
+        controller.collision(report)
 
     # -- joint states -----------------------------------------------------------------------------
     def _on_joint_state_info(self, msg: JointState, info: MessageInfo) -> None:
@@ -264,14 +285,28 @@ class FeedforwardNode(RobotNode):
             self.stats.record_compute(t2 - t0)
 
     def _command(
-        self, controller: Controller, stamp: int, now: int, q: FloatArray, qd: FloatArray
+        self, controller: ReactingController, stamp: int, now: int, q: FloatArray, qd: FloatArray
     ) -> tuple[FloatArray, FloatArray, FloatArray]:
         """The control law at a joint state: the trajectory step, then ``(tau, q_d, qd_d)``."""
         tau, q_d, qd_d, finished = controller.step(self.schedule, stamp, now, q, qd)
+        if controller.reaction.reports:  # a reaction started or ended at this joint state
+            self._report_reactions(controller)
         if finished:
             self.trajectories_finished += 1
             self.get_logger().info("trajectory finished; holding (gravity + friction compensation)")
         return tau, q_d, qd_d
+
+    def _report_reactions(self, controller: ReactingController) -> None:
+        names = self.matcher.joint_names if self.matcher is not None else list(controller.law.model.joint_names)
+        for record in controller.reaction.reports:
+            self.reaction_pub.publish(reaction_message(record, names))
+            what = "started" if record.active else "ended (re-armed)"
+            joints = [names[j] for j in record.joints]
+            self.get_logger().warning(
+                f"collision reaction {record.strategy} {what}: joints {joints}, {record.latency * 1e3:.1f} ms "
+                "from the detection to the first command"
+            )
+        controller.reaction.reports.clear()
 
     def _publish(self, stamp: int, q_out: FloatArray, qd_out: FloatArray, tau: FloatArray) -> bool:
         """Both outputs (those with a subscriber); whether anything was written."""

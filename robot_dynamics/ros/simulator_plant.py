@@ -5,7 +5,10 @@
   ``model_timestep``, ``mujoco_integrator``, ``torque_sensing``, ``sensor_profile``,
   ``sensor_overrides``), read into a :class:`robot_dynamics.plant.PlantOptions`;
 * :class:`PlantOutputs`: ``joint_states`` and, with a sensor profile, ``~/true_joint_states`` beside
-  it (the plant's true position and velocity, the torque really applied), the plant's notes;
+  it (the plant's true position and velocity, the torque really applied), with ``obstacles``
+  ``~/obstacle_wrench`` (geometry_msgs/WrenchStamped, ``frame_id`` ``world``): the obstacles' total
+  force on the arm over the step into each state and its moment about the world origin, stamped like
+  the state — the ground truth of a collision; the plant's notes;
 * :class:`ExternalWrenchInput`: ``~/external_wrench`` (geometry_msgs/WrenchStamped), the force and
   moment the environment exerts on the tool, at the tool-frame origin, in world axes (``frame_id`` empty
   or ``world``); held until the next message (zeros = none). ``header.stamp`` zero applies it from the
@@ -21,7 +24,7 @@ import threading
 from typing import Any
 
 import numpy as np
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import Vector3, Wrench, WrenchStamped
 from sensor_msgs.msg import JointState
 
 from robot_dynamics.model import FloatArray
@@ -42,6 +45,7 @@ def declare_plant_parameters(node: Any) -> None:
         ("model_timestep", 0.0, "model engine, fixed_step: largest physics timestep, s (0 = one per control period)"),
         ("sensor_profile", "", "sensors and actuators of a real arm: a bundled profile or a YAML file ('' = ideal)"),
         ("sensor_overrides", "", "sensor profile keys on top of sensor_profile, as YAML text (e.g. '{seed: 3}')"),
+        ("obstacles", "", "mujoco engine: obstacle YAML file (boxes, cylinders; the arm's only contacts)"),
     ):
         node.declare(name, default, description, read_only=True)
 
@@ -62,6 +66,7 @@ def plant_options(node: Any, friction: bool, locks: dict[str, float], joint_map:
         model_timestep=float(node.param("model_timestep")),
         sensor_profile=str(node.param("sensor_profile")),
         sensor_overrides=str(node.param("sensor_overrides")),
+        obstacles=str(node.param("obstacles")),
     )
 
 
@@ -76,7 +81,10 @@ class PlantOutputs:
         self.states = node.create_publisher(JointState, "joint_states", DATA_QOS)
         sensed = bool(node.param("sensor_profile") or node.param("sensor_overrides"))
         self.truth = node.create_publisher(JointState, "~/true_joint_states", DATA_QOS) if sensed else None
+        obstacles = bool(node.param("obstacles"))
+        self.obstacles = node.create_publisher(WrenchStamped, "~/obstacle_wrench", DATA_QOS) if obstacles else None
         self.msg = JointState()
+        self.peak_force = 0.0  # N, the largest obstacle force so far
 
     def log_plant(self, plant: Plant | None, period: float) -> None:
         """The plant's notes as warnings; a sensor profile for another rate than the node's as information."""
@@ -91,8 +99,10 @@ class PlantOutputs:
             )
 
     def publish(self, states: JointState, plant: Plant) -> None:
-        """``states`` on ``joint_states``; with a sensor profile the truth beside it."""
+        """``states`` on ``joint_states``; with a sensor profile the truth beside it; the obstacles' wrench."""
         self.states.publish(states)
+        if self.obstacles is not None:
+            self._publish_obstacles(states, plant)
         if self.truth is None:
             return
         msg = self.msg
@@ -101,9 +111,23 @@ class PlantOutputs:
         msg.effort = as_double_array(plant.applied)
         self.truth.publish(msg)
 
+    def _publish_obstacles(self, states: JointState, plant: Plant) -> None:
+        physics = plant.physics
+        force = np.asarray(getattr(physics, "obstacle_force", np.zeros((0, 3)))).sum(axis=0)
+        moment = np.asarray(getattr(physics, "obstacle_moment", np.zeros((0, 3)))).sum(axis=0)
+        self.peak_force = max(self.peak_force, float(np.linalg.norm(force)))
+        msg = WrenchStamped()
+        msg.header.stamp, msg.header.frame_id = states.header.stamp, "world"
+        msg.wrench = Wrench(force=Vector3(x=force[0], y=force[1], z=force[2]))
+        msg.wrench.torque = Vector3(x=moment[0], y=moment[1], z=moment[2])
+        self.obstacles.publish(msg)  # type: ignore[union-attr]
+
     def diagnostic_values(self, plant: Plant | None) -> list[tuple[str, str]]:
         profile = getattr(plant, "profile", None)
-        return [("sensor_profile", profile.name if profile is not None else "ideal")]
+        values = [("sensor_profile", profile.name if profile is not None else "ideal")]
+        if self.obstacles is not None:
+            values.append(("obstacle_force_peak", f"{self.peak_force:.6g}"))
+        return values
 
 
 class ExternalWrenchInput:
