@@ -3,7 +3,15 @@
 * Tracking of each case is measured on its bag by :func:`robot_dynamics.bag.tracking.tracking` (the
   code of ``robot-dynamics tracking``): per joint RMS and max of ``q_d - q`` while the trajectory is
   active; the case's **RMS** is over every joint and sample (``sqrt(mean_j rms_j^2)``), its **max** the
-  largest ``|q_d - q|`` of any joint.
+  largest ``|q_d - q|`` of any joint. With a sensor profile ``q`` is the **true** position (the
+  simulator's ``~/true_joint_states``, :data:`TRUTH_TOPIC`): what the arm did, not what its sensors
+  said; the same figure of the measured state (what the controller saw) is reported beside it.
+* Standstill (:func:`standstill`): over a hold at the motion's goal after it ends (the controller's hold
+  law), the standard deviation of each joint's commanded torque faster than :data:`SLOW_HZ` and the
+  share of its variance above :data:`HIGH_FREQUENCY` Hz (Parseval over the one-sided spectrum), and of
+  the true position: the noise a law passes from the sensors to the motors at rest, and whether the arm
+  buzzes. (Slower is the PD's settling of the motion's last error against the friction: a stock model's
+  arm creeps for seconds through MuJoCo's soft friction, its torque drifting by tenths of N m.)
 * Loop health from each case's recording (:func:`loop_counters`): joint states without an answer (in
   lock-step: missed commands) and answers clamped to the effort limits; and from the simulator's
   diagnostics at the end of each run of the nodes: its missed and late commands in all (a reset makes
@@ -45,6 +53,10 @@ from robot_dynamics.experiment.parameters import base_parameter_lines
 from robot_dynamics.model import FloatArray, RobotModel
 
 REVERSAL_SPEED = 0.05  # rad/s (m/s): a joint sample "near a reversal" below this desired speed
+TRUTH_TOPIC = "/simulator_node/true_joint_states"  # the simulator's truth beside its measured joint_states
+HIGH_FREQUENCY = 100.0  # Hz: standstill, the share of the torque's variance above this
+SLOW_HZ = 1.0  # Hz: standstill, the torque's variation slower than this is the PD's settling, not noise
+SETTLE_S = 0.5  # s after a motion's end before its standstill is measured (the PD's settling: ~10 / wn)
 
 
 @dataclass
@@ -58,25 +70,70 @@ class Run:
     wall_s: float
     realtime: dict[str, Any] | None = None
     reversals: dict[str, float] | None = None  # the RMS near velocity reversals and elsewhere
+    measured: Tracking | None = None  # with sensors: the tracking of the measured state (``tracking``: the true)
+    standstill: dict[str, Any] | None = None  # the hold after the motion (:func:`standstill`)
 
     @property
     def rms(self) -> float:
-        return math.sqrt(float(np.mean(self.tracking.overall.position_rms**2)))
+        return rms_of(self.tracking)
 
     @property
     def max(self) -> float:
         return float(np.max(self.tracking.overall.position_max))
 
 
-def measure(model: RobotModel, case: Case, bag: Path, joint_map: Mapping[str, str], wall_s: float) -> Run:
-    """The tracking of the case's bag, read as ``robot-dynamics tracking BAG`` reads it, and its position
-    error split at the desired speed :data:`REVERSAL_SPEED` (:func:`reversal_split`)."""
-    inputs = read_inputs(bag, model, joint_map=joint_map, require_trajectory=True)
+def measure(
+    model: RobotModel, case: Case, bag: Path, joint_map: Mapping[str, str], wall_s: float, truth: bool = False
+) -> Run:
+    """The tracking of the case's bag, read as ``robot-dynamics tracking BAG`` reads it (``truth``: of the
+    true state, ``--joint-states`` :data:`TRUTH_TOPIC`, and of the measured one beside it), and its
+    position error split at the desired speed :data:`REVERSAL_SPEED` (:func:`reversal_split`)."""
+    topic = TRUTH_TOPIC if truth else "joint_states"
+    inputs = read_inputs(bag, model, joint_states=topic, joint_map=joint_map, require_trajectory=True)
     report = tracking(model, inputs.series, inputs.trajectories, bag=str(bag))
     run = Run(case, bag, report, {}, wall_s)
     if report.velocity_error is not None and inputs.series.velocity is not None:
         run.reversals = reversal_split(report.position_error, report.velocity_error + inputs.series.velocity)
+    if truth:
+        seen = read_inputs(bag, model, joint_map=joint_map, require_trajectory=True)
+        run.measured = tracking(model, seen.series, seen.trajectories, bag=str(bag))
     return run
+
+
+def standstill(
+    commands: JointStateSeries, truth: JointStateSeries | None, start: int, end: int, rate: float
+) -> dict[str, Any]:
+    """At rest between the stamps ``start`` and ``end`` (ns), per joint: ``torque_std``, the standard
+    deviation of the commanded torque's variation faster than :data:`SLOW_HZ` (N m: the noise the law
+    passes to the motors; the slower part is the PD settling the last of the motion's error against the
+    friction, reported as ``torque_std_total`` with it), ``torque_share_above``, the share of that
+    variance above :data:`HIGH_FREQUENCY` Hz (0 where the rate's Nyquist frequency is below it), both by
+    Parseval over the one-sided spectrum of the torque less its straight-line trend; and the true
+    position's standard deviation (rad; None without the truth)."""
+    inside = (commands.stamps >= start) & (commands.stamps <= end)
+    n = len(commands.names)
+    tau = commands.effort[inside] if commands.effort is not None else np.zeros((0, n))
+    out: dict[str, Any] = {"samples": int(tau.shape[0]), "seconds": (end - start) * 1e-9, "slow_hz": SLOW_HZ}
+    if tau.shape[0] < 3:
+        out.update(torque_std=[math.nan] * n, torque_std_total=[math.nan] * n, torque_share_above=None)
+    else:
+        out["torque_std_total"] = tau.std(axis=0).tolist()
+        t = np.arange(tau.shape[0], dtype=np.float64)
+        trend = np.polynomial.polynomial.polyfit(t, tau, 1)  # (2, n): the straight line through each joint
+        x = tau - (trend[0] + np.outer(t, trend[1]))
+        spectrum = np.abs(np.fft.rfft(x, axis=0)) ** 2
+        spectrum[1 : (tau.shape[0] + 1) // 2] *= 2.0  # one-sided: every bin but DC and Nyquist twice
+        spectrum /= tau.shape[0] ** 2  # Parseval: the bins sum to the variance
+        frequency = np.fft.rfftfreq(tau.shape[0], 1.0 / rate)
+        fast = spectrum[frequency >= SLOW_HZ].sum(axis=0)
+        high = spectrum[frequency > HIGH_FREQUENCY].sum(axis=0)
+        out["torque_std"] = np.sqrt(fast).tolist()
+        out["share_above_hz"] = HIGH_FREQUENCY
+        out["torque_share_above"] = np.divide(high, fast, out=np.zeros_like(fast), where=fast > 0).tolist()
+    if truth is not None:
+        kept = (truth.stamps >= start) & (truth.stamps <= end)
+        out["position_std"] = truth.position[kept].std(axis=0).tolist() if kept.any() else None
+    return out
 
 
 def reversal_split(e: FloatArray, qd_d: FloatArray, speed: float = REVERSAL_SPEED) -> dict[str, float]:
@@ -120,13 +177,16 @@ def loop_counters(
     return out
 
 
-def late_activation(motion: Motion, commands: JointStateSeries, start: int, end: int) -> float | None:
+def late_activation(
+    motion: Motion, commands: JointStateSeries, start: int, end: int, measurement_delay_ns: int = 0
+) -> float | None:
     """None when every answer stamped in ``[start, end]`` ns carries the motion's desired position there
-    (the feed-forward node's ``feedforward/efforts`` carry the desired state they used); else how long
-    after ``start`` (s) the first answer that does not was stamped: the node got the motion late."""
+    (the feed-forward node's ``feedforward/efforts`` carry the desired state they compared the measurement
+    with: with a ``measurement_delay`` the one of that much earlier); else how long after ``start`` (s)
+    the first answer that does not was stamped: the node got the motion late."""
     inside = (commands.stamps >= start) & (commands.stamps <= end)
     stamps = commands.stamps[inside]
-    desired = motion.sampler().sample_many((stamps - start) * 1e-9).positions
+    desired = motion.sampler().sample_many((stamps - start - measurement_delay_ns) * 1e-9).positions
     off = np.abs(commands.position[inside] - desired).max(axis=1) > 1e-9 if stamps.size else np.zeros(0, bool)
     return float((stamps[off][0] - start) * 1e-9) if off.any() else None
 
@@ -182,9 +242,11 @@ def plant_timing(diagnostics: Mapping[str, str]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 # summary, markdown, plot
 # ------------------------------------------------------------------------------------------------
-def ratios(runs: Mapping[str, Run]) -> list[dict[str, Any]]:
+def ratios(runs: Mapping[str, Run], targets: Mapping[tuple[str, str], float | None] = RATIOS) -> list[dict[str, Any]]:
+    """Every ratio of ``targets`` whose two cases ran, with its target, whether it is met, and the same
+    ratio near velocity reversals and elsewhere."""
     out = []
-    for (a, b), target in RATIOS.items():
+    for (a, b), target in targets.items():
         if a in runs and b in runs:
             value = runs[a].rms / runs[b].rms if runs[b].rms > 0 else math.inf
             row: dict[str, Any] = {
@@ -208,15 +270,18 @@ def summarise(
     simulator: Mapping[str, Mapping[str, int]],
     elapsed_s: float,
     base_parameters: Mapping[str, Any] | None = None,
+    targets: Mapping[tuple[str, str], float | None] = RATIOS,
 ) -> dict[str, Any]:
-    """The JSON report (``base_parameters``: :func:`~robot_dynamics.experiment.parameters.base_parameter_summary`)."""
+    """The JSON report (``base_parameters``: :func:`~robot_dynamics.experiment.parameters.base_parameter_summary`;
+    ``targets``: the ratios reported, :func:`~robot_dynamics.experiment.cases.ratio_targets`)."""
     cases = {}
     for key, run in runs.items():
         cases[key] = {
             "title": run.case.title,
             "control_law": run.case.control_law,
             "feedforward_source": run.case.feedforward_source,
-            "robot_file": "identified" if run.case.identified else "stock",
+            "robot_file": run.case.robot_file,
+            "delays_compensated": run.case.compensate_delays,
             "bag": str(run.bag),
             "rms_position_error": run.rms,
             "max_position_error": run.max,
@@ -224,18 +289,34 @@ def summarise(
             "joints": run.tracking.overall.joints(run.tracking.joint_names),
             "counters": run.counters,
             "reversals": run.reversals,
+            **(
+                {}
+                if run.measured is None
+                else {
+                    "measured": {
+                        "rms_position_error": rms_of(run.measured),
+                        "max_position_error": float(np.max(run.measured.overall.position_max)),
+                    }
+                }
+            ),
+            **({"standstill": run.standstill} if run.standstill is not None else {}),
             "wall_s": run.wall_s,
             **({"realtime": run.realtime} if run.realtime is not None else {}),
         }
     return {
         "settings": dict(settings),
         "cases": cases,
-        "ratios": ratios(runs),
+        "ratios": ratios(runs, targets),
         "parameters": parameters,
         "base_parameters": None if base_parameters is None else dict(base_parameters),
         "simulator": dict(simulator),
         "elapsed_s": elapsed_s,
     }
+
+
+def rms_of(report: Tracking) -> float:
+    """The RMS of ``q_d - q`` over every joint and sample of a tracking report."""
+    return math.sqrt(float(np.mean(report.overall.position_rms**2)))
 
 
 def _g(value: float | None, digits: int = 3) -> str:
@@ -244,21 +325,36 @@ def _g(value: float | None, digits: int = 3) -> str:
 
 def markdown(summary: Mapping[str, Any]) -> str:
     s, cases = summary["settings"], summary["cases"]
+    sensed = any("measured" in c for c in cases.values())
     lines = [
         f"# Closed-loop experiment: {s['robot']}",
         "",
         f"Plant: MuJoCo, deviations `{s.get('plant') or 'none'}`; {s['rate']:g} Hz, lock-step simulated time "
         f"(real time for `-realtime` runs); gains kp {s['kp']}, kd {s['kd']}; start {s['start']}.",
+    ]
+    profile = s.get("sensor_profile")
+    if profile:
+        lines += [
+            "",
+            f"Sensors: profile `{profile['name']}` ({profile['description']}), measurement delay "
+            f"{profile['measurement_delay_s'] * 1e3:g} ms, command delay {profile['command_delay_s'] * 1e3:g} ms, "
+            f"torque constant factors 1 + e = {[round(v, 4) for v in profile['drive_factor']]}. The controller and "
+            "identify see the measured state; tracking is scored on the true state (the measured one beside it).",
+        ]
+    lines += [
         "",
         "## Tracking (position error q_d − q while the trajectory is active; rad, m for a prismatic joint)",
         "",
-        "| case | controller | RMS | max | joint states | unanswered | clamped | started again |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| case | controller | RMS | max | "
+        + ("measured RMS | " if sensed else "")
+        + "joint states | unanswered | clamped | started again |",
+        "|---|---|---:|---:|" + ("---:|" if sensed else "") + "---:|---:|---:|---:|",
     ]
     for key, c in cases.items():
         k = c["counters"]
+        seen = f"{c['measured']['rms_position_error']:.4g} | " if "measured" in c else ("– | " if sensed else "")
         lines.append(
-            f"| {key} | {c['title']} | {c['rms_position_error']:.4g} | {c['max_position_error']:.4g} | "
+            f"| {key} | {c['title']} | {c['rms_position_error']:.4g} | {c['max_position_error']:.4g} | {seen}"
             f"{k['joint_states']} | {k['unanswered']} | {k['clamped']} | {k.get('restarts', 0)} |"
         )
     for tag, values in summary.get("simulator", {}).items():
@@ -294,6 +390,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
             target = "" if r["target"] is None else f"≤ {r['target']:g}"
             split = " | ".join(f"{r[k]:.3g}" if k in r else "–" for k in ("near_reversals", "elsewhere"))
             lines.append(f"| {r['ratio']} | {r['value']:.3g} | {target} | {met} | {split} |")
+    lines += standstill_lines(cases)
     realtime = {k: c["realtime"] for k, c in cases.items() if "realtime" in c}
     if realtime:
         lines += [
@@ -330,6 +427,35 @@ def markdown(summary: Mapping[str, Any]) -> str:
             lines.append(f"| {p['what']} {p['parameter']} | {p['of']} | {p['determined']} | {values} |")
     lines += base_parameter_lines(summary.get("base_parameters"))
     return "\n".join(lines) + "\n"
+
+
+def standstill_lines(cases: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The standstill table of the report (:func:`standstill`), per case and joint."""
+    held = {k: c["standstill"] for k, c in cases.items() if c.get("standstill") and c["standstill"]["samples"]}
+    if not held:
+        return []
+    first = next(iter(held.values()))
+    lines = [
+        "",
+        f"## Standstill ({first['seconds']:.2g} s at the goal after each motion, from {SETTLE_S:g} s after its end)",
+        "",
+        f"Standard deviation of the commanded torque's variation faster than {SLOW_HZ:g} Hz per joint (N·m), "
+        f"the share of its variance above {HIGH_FREQUENCY:g} Hz (of the joint with the largest), the whole "
+        "torque's standard deviation (with the PD's slow settling) and the true position's (rad).",
+        "",
+        "| case | torque std per joint | largest | share above | with the settling, largest | position std, largest |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for key, h in held.items():
+        std = h["torque_std"]
+        share = h.get("torque_share_above")
+        worst = int(np.argmax(std))
+        shown = "–" if share is None else f"{100 * share[worst]:.0f} %"
+        position = "–" if not h.get("position_std") else f"{max(h['position_std']):.2g}"
+        total = "–" if not h.get("torque_std_total") else f"{max(h['torque_std_total']):.3g}"
+        cells = " ".join(f"{v:.3g}" for v in std)
+        lines.append(f"| {key} | {cells} | {std[worst]:.3g} | {shown} | {total} | {position} |")
+    return lines
 
 
 def write_plot(path: Path, runs: Mapping[str, Run]) -> Path:
