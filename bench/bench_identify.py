@@ -61,6 +61,7 @@ import numpy as np  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.identification import ParameterSet  # noqa: E402
+from robot_dynamics.identification.choice import Validator, choose  # noqa: E402
 from robot_dynamics.identification.parallel import map_tasks  # noqa: E402
 from robot_dynamics.identification.pipeline import fit_statistics  # noqa: E402
 from robot_dynamics.identification.samples import (  # noqa: E402
@@ -143,6 +144,10 @@ def bench_arrays(seconds: float, jobs_list: tuple[int, ...] = (1, 2)) -> None:
         start = time.perf_counter()
         cons = fit_statistics(model, ParameterSet(), [stats], consistent=True)
         cons_s = time.perf_counter() - start
+        start = time.perf_counter()  # identify's choice of rows and law (its window is not searched here)
+        validator = Validator(model, [stats], ParameterSet(), "tanh")
+        choice = choose(validator, laws=("viscous-coulomb", "smooth-coulomb", "stribeck"))
+        choice_s = time.perf_counter() - start
         same = reference is None or all(
             np.array_equal(getattr(reference.train, k), getattr(stats.train, k))
             for k in ("ata_joint", "atb_joint", "btb_joint")
@@ -150,7 +155,8 @@ def bench_arrays(seconds: float, jobs_list: tuple[int, ...] = (1, 2)) -> None:
         reference = reference or stats
         print(
             f"    {jobs} process(es): reduce {wall:6.1f} s, {cpu:6.1f} s CPU ({cpu / states * 1e6:4.1f} us/state); "
-            f"WLS fit {wls_s:4.2f} s, consistent fit {cons_s:4.2f} s, end to end {wall + cons_s:6.1f} s; "
+            f"WLS fit {wls_s:4.2f} s, consistent fit {cons_s:4.2f} s, choice of the rows and law {choice_s:4.2f} s "
+            f"({len(choice.candidates)} candidates), end to end {wall + cons_s + choice_s:6.1f} s; "
             f"identical to 1 process: {same}; {load()}"
         )
         wls_held = float(np.max(wls.rms["identified_holdout"]))

@@ -70,8 +70,6 @@ active_segments`, vectorised over the samples).
 
 from __future__ import annotations
 
-import array
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -97,49 +95,6 @@ FeedforwardSource = Literal["model", "trajectory"]
 CONTROL_LAWS: tuple[str, ...] = ("feedforward", "pd", "pd_feedforward", "computed_torque")
 STALE_ACTIONS: tuple[str, ...] = ("zero", "hold")
 FEEDFORWARD_SOURCES: tuple[str, ...] = ("model", "trajectory")
-
-
-# ------------------------------------------------------------------------------------------------
-# gains
-# ------------------------------------------------------------------------------------------------
-def _gain_items(value: object) -> list[object]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple, np.ndarray, array.array)) else [value]  # rclpy: array
-
-
-def gains_error(value: object, n: int | None) -> str | None:
-    """Why ``value`` is not a set of gains for ``n`` joints (None: it is; ``n`` None: any length).
-
-    Accepted: nothing (``None`` or ``[]``: zero gains), one number (the same gain on every joint) or
-    ``n`` numbers; integers are accepted as ROS users write them (``[100, 100, 50]``); every gain
-    finite and ``>= 0``.
-    """
-    items = _gain_items(value)
-    numbers = [
-        float(v) for v in items if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-    ]
-    if len(numbers) != len(items):
-        return f"expected numbers (one per joint), got {value!r}"
-    if n is not None and len(items) not in (0, 1, n):
-        return f"expected {n} gains (one per joint, model joint order) or one for all, got {len(items)}"
-    for k, v in enumerate(numbers):
-        if not math.isfinite(v):
-            return f"gain {k} is not finite ({v})"
-        if v < 0.0:
-            return f"gain {k} is negative ({v:g}); gains must be >= 0"
-    return None
-
-
-def as_gains(value: object, n: int) -> FloatArray:
-    """The gains ``(n,)`` of a parameter value (:func:`gains_error`); :class:`StateError` if invalid."""
-    error = gains_error(value, n)
-    if error:
-        raise StateError(error)
-    numbers = np.array(_gain_items(value), dtype=np.float64)
-    gains = np.zeros(n) if numbers.size == 0 else np.full(n, numbers[0]) if numbers.size == 1 else numbers
-    gains.setflags(write=False)
-    return gains
 
 
 @dataclass(frozen=True)

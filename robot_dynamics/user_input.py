@@ -6,7 +6,9 @@
 * joint maps ``BAG_NAME=MODEL_NAME`` (the name in the bag or on the topic, then the model's) —
   ``--joint-map`` on the command line, the ``joint_map`` string-array parameter of the nodes;
 * the one wording of a non-finite input: ``<field>: non-finite values (nan or inf) at joint 'b' (nan)``,
-  the engine's phrase (``q: non-finite values (nan or inf) at index 2``) with the joint named.
+  the engine's phrase (``q: non-finite values (nan or inf) at index 2``) with the joint named;
+* control gains: nothing, one number for every joint or one per joint (``--kp``, the ``kp`` and ``kd``
+  parameters: :func:`gains_error`, :func:`as_gains`).
 
 Errors are :class:`robot_dynamics.errors.RobotDynamicsError` whose message starts with what the
 user wrote the value in (``--lock-joint``, ``parameter joint_map``, ...).
@@ -14,6 +16,7 @@ user wrote the value in (``--lock-joint``, ``parameter joint_map``, ...).
 
 from __future__ import annotations
 
+import array
 import ast
 import math
 import operator
@@ -167,3 +170,43 @@ def per_joint(values: ArrayLike, n: int, what: str) -> FloatArray:
     if v.size != n:
         raise StateError(f"{what}: expected 1 or {n} values (one per joint), got {v.size}")
     return v
+
+
+def _gain_items(value: object) -> list[object]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple, np.ndarray, array.array)) else [value]  # rclpy: array
+
+
+def gains_error(value: object, n: int | None) -> str | None:
+    """Why ``value`` is not a set of gains for ``n`` joints (None: it is; ``n`` None: any length).
+
+    Accepted: nothing (``None`` or ``[]``: zero gains), one number (the same gain on every joint) or
+    ``n`` numbers; integers are accepted as ROS users write them (``[100, 100, 50]``); every gain
+    finite and ``>= 0``.
+    """
+    items = _gain_items(value)
+    numbers = [
+        float(v) for v in items if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+    ]
+    if len(numbers) != len(items):
+        return f"expected numbers (one per joint), got {value!r}"
+    if n is not None and len(items) not in (0, 1, n):
+        return f"expected {n} gains (one per joint, model joint order) or one for all, got {len(items)}"
+    for k, v in enumerate(numbers):
+        if not math.isfinite(v):
+            return f"gain {k} is not finite ({v})"
+        if v < 0.0:
+            return f"gain {k} is negative ({v:g}); gains must be >= 0"
+    return None
+
+
+def as_gains(value: object, n: int) -> FloatArray:
+    """The gains ``(n,)`` of a parameter value (:func:`gains_error`); :class:`StateError` if invalid."""
+    error = gains_error(value, n)
+    if error:
+        raise StateError(error)
+    numbers = np.array(_gain_items(value), dtype=np.float64)
+    gains = np.zeros(n) if numbers.size == 0 else np.full(n, numbers[0]) if numbers.size == 1 else numbers
+    gains.setflags(write=False)
+    return gains

@@ -26,14 +26,13 @@ from robot_dynamics.control import (
     ControlLaw,
     Controller,
     ControlSettings,
-    as_gains,
     control_batch,
-    gains_error,
 )
 from robot_dynamics.errors import StateError
 from robot_dynamics.feedforward import FeedforwardLaw
 from robot_dynamics.friction import friction_torques
 from robot_dynamics.trajectory import TrajectorySample
+from robot_dynamics.user_input import as_gains, gains_error
 
 pin = pytest.importorskip("pinocchio")
 

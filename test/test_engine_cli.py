@@ -76,6 +76,33 @@ def test_coefficients_and_fd(capsys: pytest.CaptureFixture[str]) -> None:
     assert "D =" in capsys.readouterr().out
 
 
+def test_task_space_json_and_text_match_the_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    model = rd.load_robot("puma560")
+    q, qd = model.named_poses["qn"], np.array([0.1, -0.2, 0.3, 0.4, -0.5, 0.6])
+    argv = ["task-space", "puma560", "--q", "qn", "--qd", "0.1,-0.2,0.3,0.4,-0.5,0.6", "--link", "link5"]
+    out = _json(capsys, [*argv, "--axes", "link", "--inertia", "--rows", "linear", "--json"])
+    expected = rd.task_space(model, q, qd, link="link5", axes="link", inertia=True, rows="linear")
+    assert out["link"] == "link5" and out["base_link"] == "base_link" and out["axes"] == "link"
+    for key in ("pose", "jacobian", "jdot_qdot"):
+        assert np.allclose(out[key], getattr(expected, key), rtol=1e-12, atol=1e-12), key
+    assert expected.inertia is not None and expected.condition is not None
+    assert np.allclose(out["operational_space_inertia"], expected.inertia, rtol=1e-12, atol=1e-12)
+    assert (
+        out["rows"] == [0, 1, 2] and out["rank"] == 3 and out["condition"] == pytest.approx(float(expected.condition))
+    )
+    # the tip by default, an index names a link, a singular task with a pseudo-inverse: no infinity in JSON
+    tip = _json(capsys, ["task-space", "puma560", "--q", "qz", "--json"])
+    assert tip["link"] == "tool" and not any(tip["jdot_qdot"])
+    assert _json(capsys, ["task-space", "puma560", "--q", "qn", "--link", "3", "--json"])["link"] == "link3"
+    pinv = _json(
+        capsys, ["task-space", "puma560", "--q", "qz", "--link", "2", "--inertia", "--rcond", "1e-9", "--json"]
+    )
+    assert pinv["condition"] is None and pinv["rank"] == 2
+    assert main(["task-space", "puma560", "--q", "qn", "--inertia"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("robot puma560: frame tool in base_link") and "Lambda (rows vx vy vz wx wy wz" in text
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -195,9 +195,16 @@ def test_the_help_states_the_pipelines_defaults() -> None:
     import argparse
 
     from robot_dynamics.cli import identify
-    from robot_dynamics.identification.samples import REVERSAL_VELOCITY, WINDOW_S
+    from robot_dynamics.identification.choice import PLAIN_VELOCITY, VELOCITIES, WINDOW_STATES, WINDOWS
+    from robot_dynamics.identification.samples import STICK_VELOCITY, WINDOW_S
 
     parser = argparse.ArgumentParser()
     identify.register(parser.add_subparsers())
     text = " ".join(parser._subparsers._group_actions[0].choices["identify"].format_help().split())  # type: ignore[union-attr]
-    assert f"default {WINDOW_S:g};" in text and f"default {REVERSAL_VELOCITY:g}, 0 keeps every row" in text
+    windows = " or ".join(f"{w:g}" for w in WINDOWS)
+    states = f"{WINDOW_STATES:,}".replace(",", " ")
+    assert f"auto: {windows} chosen by cross-validation (default up to {states} states" in text
+    assert f"else {WINDOW_S:g})" in text
+    assert f"chosen from {', '.join(f'{v:g}' for v in VELOCITIES)} by cross-validation" in text
+    assert f"auto (default): {STICK_VELOCITY:g}, the band on or off chosen" in text
+    assert f"slower than {PLAIN_VELOCITY:g} rad/s left out (the baseline)" in text

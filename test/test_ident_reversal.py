@@ -232,8 +232,8 @@ def test_cli_friction_laws_and_bad_options(
             "friction must be one of viscous-coulomb, smooth-coulomb, asymmetric-coulomb, stribeck; got 'dahl'",
         ),
         (["--reversal-velocity", "0.1", "0.2"], "reversal velocity: expected one value or 6"),
-        (["--stick-velocity", "-0.01"], "stick_velocity must be >= 0, got -0.01"),
-        (["--reversal-velocity", "-1"], "reversal_velocity must be >= 0"),
+        (["--stick-velocity", "-0.01"], "--stick-velocity: expected a finite number >= 0 or 'auto', got '-0.01'"),
+        (["--reversal-velocity", "-1"], "--reversal-velocity: expected a finite number >= 0 or 'auto', got '-1'"),
     ):
         assert main([*argv, *bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()

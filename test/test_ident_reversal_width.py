@@ -81,6 +81,8 @@ def test_cli_effort_lag_is_checked_and_reported(tmp_path: Path) -> None:
             str(tmp_path / "id.yaml"),
             "--effort-lag",
             "auto",
+            "--reversal-velocity",
+            "0.1",
             "--json",
             str(tmp_path / "r.json"),
         ],

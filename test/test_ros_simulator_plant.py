@@ -247,6 +247,8 @@ def test_real_time_keeps_its_rate_on_a_thread_and_measures_the_loop_latency(
     sim = start_simulator(context, spinner, ns, lockstep=False, rate=500.0, thread_priority=1)
     assert sim.realtime.stepper is not None and sim.realtime.stepper._thread.is_alive()
     wait_until(lambda: controller.answers() >= 50, "50 answers")
+    # the answers sent are received and measured by the stepping thread a moment later (in flight over DDS)
+    wait_until(lambda: sim.realtime.latency.count >= 50, "50 answers measured at the plant")
     stepper = sim.realtime.stepper
     deadlines = stepper.ticks + stepper.overruns  # every deadline so far: ticked or counted as skipped
     assert 50 <= deadlines <= (time.monotonic() - started) * 500.0 + 1, deadlines

@@ -149,10 +149,10 @@ def _positive(value: float, option: str) -> None:
 
 
 def run_closed_loop(args: argparse.Namespace) -> int:
-    from ..control import gains_error
     from ..experiment.cases import parse_cases
     from ..experiment.motion import start_pose, workspace
     from ..plant import load_deviations
+    from ..user_input import gains_error
 
     model = load_robot_from_args(args)
     overrides = _overrides(args.sensor_overrides)

@@ -1,8 +1,10 @@
-"""``robot-dynamics id | coefficients | fd``: the engine from the command line.
+"""``robot-dynamics id | coefficients | fd | task-space``: the engine from the command line.
 
   robot-dynamics id ROBOT --q 0 pi/2 -pi/2 0 0 0 --qd ... --qdd ... [--breakdown] [--json]
   robot-dynamics coefficients ROBOT --q ... --qd ... [--tensor] [--json]
   robot-dynamics fd ROBOT --q ... --qd ... --tau ... [--json]
+  robot-dynamics task-space ROBOT --q ... [--qd ...] [--link L] [--axes base|link]
+                            [--inertia [--rows all|linear|angular] [--rcond R]] [--json]
 
 ROBOT is a bundled name (``puma560``), a DH YAML or a URDF file. Joint values are numbers separated
 by spaces or commas; ``pi`` and arithmetic (``pi/2``, ``-3*pi/4``) are allowed, or the name of one of
@@ -162,6 +164,50 @@ def _run_fd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_task_space(args: argparse.Namespace) -> int:
+    from ..dynamics import task_space
+
+    model = load_robot_from_args(args)
+    q, qd = _vectors(args, model, ("q", "qd"))
+    link: str | int | None = int(args.link) if args.link is not None and args.link.isdigit() else args.link
+    result = task_space(model, q, qd, link=link, axes=args.axes, inertia=args.inertia, rows=args.rows, rcond=args.rcond)
+    _note_zeros(args, ("qd",))
+    inertia: dict[str, Any] = {}
+    if result.inertia is not None and result.condition is not None and result.rank is not None:
+        condition = float(result.condition)
+        inertia = {
+            "operational_space_inertia": result.inertia.tolist(),
+            "rows": list(result.rows),
+            "condition": condition if np.isfinite(condition) else None,  # (JSON has no infinity)
+            "rank": int(result.rank),
+        }
+    if args.json:
+        payload: dict[str, Any] = {
+            "robot": model.name,
+            "link": result.link,
+            "base_link": model.base_link,
+            "axes": result.axes,
+            "joint_names": model.joint_names,
+            "q": q.tolist(),
+            "qd": qd.tolist(),
+            "pose": result.pose.tolist(),
+            "jacobian": result.jacobian.tolist(),
+            "jdot_qdot": result.jdot_qdot.tolist(),
+        }
+        print(json.dumps(payload | inertia))
+        return 0
+    axes = model.base_link if result.axes == "base" else result.link
+    print(f"robot {model.name}: frame {result.link} in {model.base_link}; rows vx vy vz wx wy wz in {axes}'s axes")
+    print(_matrix("pose", result.pose))
+    print(_matrix(f"J (columns {' '.join(model.joint_names)})", result.jacobian))
+    print(_matrix("Jdot qd", result.jdot_qdot))
+    if inertia:
+        rows = " ".join(("vx", "vy", "vz", "wx", "wy", "wz")[r] for r in result.rows)
+        about = f"rows {rows}; condition {float(result.condition):.4g}, rank {inertia['rank']}"  # type: ignore[arg-type]
+        print(_matrix(f"Lambda ({about})", result.inertia))  # type: ignore[arg-type]
+    return 0
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("id", help="inverse dynamics: joint torques for q, qd, qdd")
     _add_common(parser, [("qd", "joint velocities"), ("qdd", "joint accelerations")])
@@ -183,3 +229,18 @@ def register(subparsers: Any) -> None:
     _add_common(parser, [("qd", "joint velocities"), ("tau", "joint torques")])
     parser.add_argument("--no-friction", action="store_true", help="ignore friction")
     parser.set_defaults(func=_run_fd)
+
+    parser = subparsers.add_parser(
+        "task-space", help="a frame's pose, Jacobian, Jdot qd and operational-space inertia at q, qd"
+    )
+    _add_common(parser, [("qd", "joint velocities")])
+    parser.add_argument(
+        "--link", metavar="L", help="a link of the chain (name, or index 0..n with 0 the base; default: the tip)"
+    )
+    parser.add_argument("--axes", choices=("base", "link"), default="base", help="axes of J, Jdot qd, Lambda")
+    parser.add_argument("--inertia", action="store_true", help="also the operational-space inertia Lambda")
+    parser.add_argument("--rows", choices=("all", "linear", "angular"), default=None, help="Lambda's task rows")
+    parser.add_argument(
+        "--rcond", type=float, default=None, help="Lambda: truncated pseudo-inverse where singular (default: error)"
+    )
+    parser.set_defaults(func=_run_task_space)

@@ -1,12 +1,14 @@
 """``robot-dynamics identify``: recorded bags -> identified robot model, report and plot.
 
   robot-dynamics identify BAG [BAG ...|DIR] --robot ROBOT --out MODEL.yaml [--format yaml|urdf]
+      (--method plain: --out may be left out)
       [--holdout 0.3] [--json REPORT.json] [--plot PNG] [--jobs N] [--scheduler ADDRESS]
       [--consistent/--no-consistent] [--coulomb tanh|sign] [--payload-only] [--prior W] [--noise SIGMA ...]
-      [--friction smooth-coulomb|viscous-coulomb|asymmetric-coulomb|stribeck] [--reversal-velocity V [V ...]]
-      [--stick-velocity V]
+      [--method identify|plain]
+      [--friction auto|smooth-coulomb|viscous-coulomb|asymmetric-coulomb|stribeck]
+      [--reversal-velocity auto|V [V ...]] [--stick-velocity auto|V] [--window auto|S]
       [--effort-lag K|auto] [--acceleration savgol|difference|auto] [--reversal-fit/--no-reversal-fit]
-      [--window S] [--bounds/--no-bounds]
+      [--bounds/--no-bounds]
       [--compare-friction/--no-compare-friction]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
 
@@ -19,6 +21,7 @@ nothing is written.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -44,7 +47,12 @@ def register(sub: Any) -> None:
         "bags", nargs="+", metavar="BAG", help="rosbag2 bags (directory, .mcap or .db3) or directories of bags"
     )
     add_robot_options(p, positional=False, default=None)
-    p.add_argument("--out", required=True, metavar="MODEL", help="identified robot file (chain YAML or URDF)")
+    p.add_argument(
+        "--out",
+        metavar="MODEL",
+        help="identified robot file (chain YAML or URDF); required but with --method plain, whose least-squares "
+        "parameters often make no robot model (then only the report is written)",
+    )
     p.add_argument("--format", choices=("yaml", "urdf"), default=None, help="model format (default: from --out)")
     add_joint_states_option(p)
     p.add_argument(
@@ -57,16 +65,24 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--consistent",
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help="physically consistent fit (default) or plain weighted least squares",
+        default=None,
+        help="physically consistent fit, or weighted least squares (default: the consistent fit, unless it "
+        "validates worse than plain least squares in the cross-validation and the least-squares model is loadable)",
     )
     p.add_argument("--coulomb", choices=("tanh", "sign"), default="tanh", help="Coulomb friction law (%(default)s)")
+    p.add_argument(
+        "--method",
+        default="identify",
+        metavar="identify|plain",
+        help="identify (default): rows, friction law and window chosen by cross-validation, consistent fit; "
+        "plain: plain weighted least squares, every joint's rows slower than 0.05 rad/s left out (the baseline)",
+    )
     p.add_argument(
         "--friction",
         metavar="LAW",
         default=None,
-        help="friction law fitted per joint: smooth-coulomb (default), viscous-coulomb, asymmetric-coulomb or "
-        "stribeck; every law's held-out error is reported beside it",
+        help="friction law fitted per joint: auto (default: chosen by cross-validation), smooth-coulomb, "
+        "viscous-coulomb, asymmetric-coulomb or stribeck; every law's held-out error is reported beside it",
     )
     p.add_argument(
         "--compare-friction",
@@ -76,10 +92,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--window",
-        type=float,
         default=None,
-        metavar="S",
-        help="seconds of the Savitzky-Golay window that differentiates the velocity (default 0.05; at least 5 samples)",
+        metavar="S|auto",
+        help="seconds of the Savitzky-Golay window that differentiates the velocity (at least 5 samples); auto: "
+        "0.05 or 0.1 chosen by cross-validation (default up to 200 000 states, else 0.05)",
     )
     p.add_argument(
         "--bounds",
@@ -89,21 +105,21 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--reversal-velocity",
-        type=float,
         nargs="+",
         default=None,
         metavar="V",
         help="rad/s or m/s, one or one per joint: a joint's training rows slower than this are left out "
-        "(friction sticks at velocity reversals; default 0.1, 0 keeps every row)",
+        "(friction sticks at velocity reversals; 0 keeps every row); auto (default): each joint's chosen from "
+        "0, 0.05, 0.1 by cross-validation",
     )
     p.add_argument(
         "--stick-velocity",
-        type=float,
         default=None,
-        metavar="V",
+        metavar="V|auto",
         help="rad/s or m/s: a joint slower than this sticks; every joint's rows within half a --window of "
         "where one starts or stops sticking are left out (the derivative filter spreads the jump in "
-        "acceleration over its window; default 0.005, 0 keeps them)",
+        "acceleration over its window; 0 keeps them); auto (default): 0.005, the band on or off chosen by "
+        "cross-validation",
     )
     p.add_argument(
         "--effort-lag",
@@ -146,6 +162,12 @@ def register(sub: Any) -> None:
         help="weight pulling toward the nominal base parameters (keeps what the data leave undetermined)",
     )
     p.add_argument(
+        "--sensor-noise",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="estimate each torque sensor's noise apart from the fit's residual (default)",
+    )
+    p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -169,18 +191,36 @@ def _format(args: argparse.Namespace) -> str:
     return "urdf" if Path(args.out).suffix.lower() in (".urdf", ".xml") else "yaml"
 
 
+def _number(option: str, text: str) -> float:
+    """A finite non-negative number given to ``option`` (one line naming the option otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value >= 0.0):
+        raise RobotDynamicsError(f"{option}: expected a finite number >= 0 or 'auto', got {text!r}")
+    return value
+
+
 def _law_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``--friction`` and ``--reversal-velocity`` as given (the pipeline's defaults and checks otherwise)."""
+    """``--friction``, ``--window``, ``--reversal-velocity`` and ``--stick-velocity`` as given ("auto" or
+    left out: chosen by the pipeline); bad values are one line naming the option."""
     out: dict[str, Any] = {}
+    if args.method not in ("identify", "plain"):
+        raise RobotDynamicsError(f"--method must be identify or plain, got {args.method!r}")
     if args.friction is not None:
         out["friction"] = args.friction
     if args.window is not None:
-        out["window"] = args.window
+        out["window"] = "auto" if args.window == "auto" else _number("--window", args.window)
+        if out["window"] == 0.0:
+            raise RobotDynamicsError(f"--window: expected a positive number of seconds or 'auto', got {args.window!r}")
     if args.reversal_velocity is not None:
         v = args.reversal_velocity
-        out["reversal_velocity"] = v[0] if len(v) == 1 else v
-    if args.stick_velocity is not None:
-        out["stick_velocity"] = args.stick_velocity
+        if v != ["auto"]:
+            values = [_number("--reversal-velocity", x) for x in v]
+            out["reversal_velocity"] = values[0] if len(values) == 1 else values
+    if args.stick_velocity is not None and args.stick_velocity != "auto":
+        out["stick_velocity"] = _number("--stick-velocity", args.stick_velocity)
     return out
 
 
@@ -190,10 +230,13 @@ def run_identify(args: argparse.Namespace) -> int:
     from ..identification.report_text import format_table
     from ..models.chain_yaml import write_text_atomic
 
+    if args.out is None and args.method != "plain":
+        raise RobotDynamicsError("the following argument is required: --out (only --method plain may leave it out)")
     if not 0.0 <= args.holdout < 1.0:
         raise RobotDynamicsError(f"--holdout must be in [0, 1), got {args.holdout}")
     if args.plot and args.holdout == 0.0:
         raise RobotDynamicsError("--plot shows held-out data: use --holdout > 0")
+    law_options = _law_options(args)
     model, joint_map = load_robot_from_args(args), joint_map_from_args(args)
     provenance = Provenance(
         robot=str(args.robot),
@@ -222,10 +265,12 @@ def run_identify(args: argparse.Namespace) -> int:
         effort_lag=args.effort_lag,
         acceleration=args.acceleration,
         reversals=args.reversal_fit,
-        **_law_options(args),
+        method=args.method,
+        sensor_noise_estimate=args.sensor_noise,
+        **law_options,
     )
     # everything rendered before anything is written: a failure here leaves no file behind
-    texts = {args.out: model_text(result, _format(args))}
+    texts = {} if args.out is None else {args.out: model_text(result, _format(args))}
     if args.json:
         texts[args.json] = json_text(result)
     plot_tmp = None

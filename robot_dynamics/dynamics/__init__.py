@@ -11,6 +11,8 @@ One algorithm per module:
 * :mod:`.forward` forward dynamics (:mod:`.cholesky`; with friction :mod:`.stick_slip`);
   :mod:`.simulate` integration (solve_ivp, or the stick–slip integrator);
 * :mod:`.energy` kinetic and potential energy;
+* :mod:`.task_space` a frame's pose, geometric Jacobian (:mod:`.geometric_jacobian`), ``Jdot qd``
+  (:mod:`.frame_acceleration`) and operational-space inertia (:mod:`.task_inertia`, :mod:`.operational_space`);
 * :mod:`.momentum_observer` the generalized-momentum observer of the external joint torques (one
   sample at a time and a whole recording), :mod:`.direct_residual` the same torques where ``qdd`` is
   known, :mod:`.contact_wrench` the tool wrench from them (damped least squares through the Jacobian).
@@ -49,6 +51,14 @@ from .momentum_observer import (
 )
 from .native import batch_threads, set_batch_threads
 from .simulate import SimulationResult, TorqueProfile, simulate
+from .task_space import (
+    TaskSpace,
+    jacobian_dot_qdot,
+    link_jacobian,
+    link_pose,
+    operational_space_inertia,
+    task_space,
+)
 from .tool_jacobian import jacobian
 
 __all__ = [
@@ -57,6 +67,7 @@ __all__ = [
     "ObserverRun",
     "RobmatCoefficients",
     "SimulationResult",
+    "TaskSpace",
     "TorqueProfile",
     "WrenchEstimate",
     "batch_threads",
@@ -75,10 +86,14 @@ __all__ = [
     "inertia_matrix",
     "inverse_dynamics",
     "jacobian",
+    "jacobian_dot_qdot",
     "kinetic_energy",
+    "link_jacobian",
+    "link_pose",
     "momentum_rate",
     "momentum_terms",
     "observe",
+    "operational_space_inertia",
     "potential_energy",
     "prepare",
     "rnea_with_reactions",
@@ -86,4 +101,5 @@ __all__ = [
     "set_batch_threads",
     "set_default_backend",
     "simulate",
+    "task_space",
 ]

@@ -323,6 +323,24 @@ def inertia_motor_function(name: str, kernel: str, reflected: Sequence[float]) -
     return "\n".join(lines)
 
 
+def _cholesky_lines(n: int) -> list[str]:
+    """:func:`.cholesky.cholesky_factor` of ``D`` into ``L`` and ``inv`` (``1 / L_jj``), in C (same order
+    of operations; a pivot that is not positive gives NaN)."""
+    return [
+        f"    for (int j = 0; j < {n}; ++j) {{",
+        f"        rd_v pivot = D[j * {n} + j];",
+        f"        for (int k = 0; k < j; ++k) pivot = pivot - L[j * {n} + k] * L[j * {n} + k];",
+        f"        L[j * {n} + j] = rd_vsqrt(pivot);",
+        f"        inv[j] = RD_SPLAT(1.0) / L[j * {n} + j];",
+        f"        for (int i = j + 1; i < {n}; ++i) {{",
+        f"            rd_v s = D[i * {n} + j];",
+        f"            for (int k = 0; k < j; ++k) s = s - L[i * {n} + k] * L[j * {n} + k];",
+        f"            L[i * {n} + j] = s * inv[j];",
+        "        }",
+        "    }",
+    ]
+
+
 def forward_function(name: str, n: int, bias: str, inertia: str, load: bool) -> str:
     """``qdd = D^-1 (tau - b)``: ``b`` from the Newton–Euler kernel ``bias`` at ``qdd = 0``, ``D`` from
     ``inertia``, then :func:`.forward.cholesky_solve` written out in C (same order of operations).
@@ -338,17 +356,7 @@ def forward_function(name: str, n: int, bias: str, inertia: str, load: bool) -> 
             f"    for (int i = 0; i < {n}; ++i) zero[i] = RD_SPLAT(0.0);",
             f"    {bias}({', '.join(bias_args)}, b);",
             f"    {inertia}(in_q, D);",
-            f"    for (int j = 0; j < {n}; ++j) {{",
-            f"        rd_v pivot = D[j * {n} + j];",
-            f"        for (int k = 0; k < j; ++k) pivot = pivot - L[j * {n} + k] * L[j * {n} + k];",
-            f"        L[j * {n} + j] = rd_vsqrt(pivot);",
-            f"        inv[j] = RD_SPLAT(1.0) / L[j * {n} + j];",
-            f"        for (int i = j + 1; i < {n}; ++i) {{",
-            f"            rd_v s = D[i * {n} + j];",
-            f"            for (int k = 0; k < j; ++k) s = s - L[i * {n} + k] * L[j * {n} + k];",
-            f"            L[i * {n} + j] = s * inv[j];",
-            "        }",
-            "    }",
+            *_cholesky_lines(n),
             f"    for (int i = 0; i < {n}; ++i) {{",
             "        rd_v s = in_tau[i] - b[i];",
             f"        for (int k = 0; k < i; ++k) s = s - L[i * {n} + k] * y[k];",
@@ -359,6 +367,39 @@ def forward_function(name: str, n: int, bias: str, inertia: str, load: bool) -> 
             f"        for (int k = i + 1; k < {n}; ++k) s = s - L[k * {n} + i] * out[k];",
             "        out[i] = s * inv[i];",
             "    }",
+            "}",
+        ]
+    )
+
+
+def task_function(name: str, n: int, frame: str, inertia: str) -> str:
+    """The ``"task"`` kernel: the ``frame`` kernel's outputs (the pose, the ``6 x n`` Jacobian ``J`` from
+    output 16 on, ``Jdot qd``), then ``J D^-1 J^T`` after them (36), ``D`` from ``inertia``:
+    :func:`.task_inertia.inverse_task_inertia` written out in C (same order of operations)."""
+    jacobian, product = 16, 16 + 6 * n + 6
+    return "\n".join(
+        [
+            f"static void {name}({_params(['in_q', 'in_qd', 'in_s'])}, rd_v *restrict out)",
+            "{",
+            f"    rd_v D[{n * n}], L[{n * n}], inv[{n}], Y[{6 * n}];",
+            f"    const rd_v *J = out + {jacobian};",
+            f"    rd_v *A = out + {product};",
+            f"    {frame}(in_q, in_qd, in_s, out);",
+            f"    {inertia}(in_q, D);",
+            *_cholesky_lines(n),
+            "    for (int r = 0; r < 6; ++r)",  # Y_r = L^-1 J_r^T
+            f"        for (int i = 0; i < {n}; ++i) {{",
+            f"            rd_v s = J[r * {n} + i];",
+            f"            for (int k = 0; k < i; ++k) s = s - L[i * {n} + k] * Y[r * {n} + k];",
+            f"            Y[r * {n} + i] = s * inv[i];",
+            "        }",
+            "    for (int r = 0; r < 6; ++r)",  # (Y^T Y)_rc
+            "        for (int c = 0; c <= r; ++c) {",
+            f"            rd_v s = Y[r * {n}] * Y[c * {n}];",
+            f"            for (int i = 1; i < {n}; ++i) s = s + Y[r * {n} + i] * Y[c * {n} + i];",
+            "            A[r * 6 + c] = s;",
+            "            A[c * 6 + r] = s;",
+            "        }",
             "}",
         ]
     )

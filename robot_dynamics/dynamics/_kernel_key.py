@@ -5,7 +5,7 @@ entry of the same program in a model's native library (:mod:`.native`); the disp
 (:mod:`._dispatch`) picks the key for a call. Keys are built by the constructors
 (:meth:`KernelKey.rnea`, :meth:`~KernelKey.inertia`, :meth:`~KernelKey.forward`,
 :meth:`~KernelKey.coriolis_tensor`, :meth:`~KernelKey.inverse_friction`, :meth:`~KernelKey.momentum`,
-:meth:`~KernelKey.jacobian`, :meth:`~KernelKey.observer`),
+:meth:`~KernelKey.jacobian`, :meth:`~KernelKey.observer`, :meth:`~KernelKey.frame`, :meth:`~KernelKey.task`),
 which give every switch that does not apply to the algorithm its fixed value, so equal programs have
 equal keys. Keys are interned — constructing a key that exists returns the existing object — so
 equality is identity and a key is as cheap a dictionary index as a small integer (the dispatch's hot
@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-Kind = Literal["rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum", "jacobian", "observer"]
+Kind = Literal[
+    "rnea", "inertia", "forward", "coriolis_tensor", "id_friction", "momentum", "jacobian", "observer", "frame", "task"
+]
 FrictionVariant = Literal["exact", "tanh", "linear"]
 KINDS: tuple[Kind, ...] = (
     "rnea",
@@ -28,6 +30,8 @@ KINDS: tuple[Kind, ...] = (
     "momentum",
     "jacobian",
     "observer",
+    "frame",
+    "task",
 )
 FRICTION_VARIANTS: tuple[FrictionVariant, ...] = ("exact", "tanh", "linear")
 """Friction programs: the discontinuous model (``smooth=False``) and the two smooth direction functions."""
@@ -36,7 +40,7 @@ _FRICTION_OF: dict[str, tuple[FrictionVariant | None, ...]] = {  # the friction 
     "id_friction": FRICTION_VARIANTS,
     "observer": (None, *FRICTION_VARIANTS),
 }
-_MOTOR_KINDS = ("rnea", "inertia", "forward", "id_friction", "momentum", "observer")
+_MOTOR_KINDS = ("rnea", "inertia", "forward", "id_friction", "momentum", "observer", "task")
 _interned: dict[tuple[Any, ...], KernelKey] = {}  # by field values: one object per key
 
 
@@ -59,6 +63,11 @@ class KernelKey:
     * ``"observer"``: one step of the momentum observer (:mod:`.momentum_observer`, (3)) with the
       model's friction program ``friction`` (``None``: no friction); inputs ``q, qd, tau_m``, the last
       sample's ``(p, beta, r)`` (``3 n``) and ``(a, w, dt / 2)`` (``2 n + 1``); outputs ``(p, beta, r)``.
+    * ``"frame"``: a frame of the chain chosen by the input ``s`` (``n + 2`` weights over ``F_0..F_n`` and
+      the tool frame, :mod:`.geometric_jacobian`): its pose in ``F_0`` (4 x 4, row-major), its Jacobian
+      in base axes (``6 n``, row-major) and ``Jdot qd`` (6, :mod:`.frame_acceleration`); inputs ``q, qd, s``.
+    * ``"task"``: the outputs of ``"frame"`` then ``J D^-1 J^T`` (36, row-major, base axes;
+      :mod:`.task_inertia`), ``motor``: D with ``G^2 Jm``; inputs ``q, qd, s``.
     """
 
     kind: Kind
@@ -147,6 +156,14 @@ class KernelKey:
     @staticmethod
     def jacobian() -> KernelKey:
         return KernelKey("jacobian")
+
+    @staticmethod
+    def frame() -> KernelKey:
+        return KernelKey("frame")
+
+    @staticmethod
+    def task(motor: bool) -> KernelKey:
+        return KernelKey("task", motor=bool(motor))
 
     @staticmethod
     def momentum(motor: bool) -> KernelKey:

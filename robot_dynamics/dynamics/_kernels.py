@@ -1,7 +1,7 @@
 """Per-model compiled programs of the engine's algorithms, and how to run them on states.
 
 ``kernels(model)`` traces the algorithms (:mod:`.rnea`, :mod:`.crba`, :mod:`.cholesky`, :mod:`.momentum`,
-:mod:`.geometric_jacobian`) for one model
+:mod:`.geometric_jacobian`, :mod:`.frame_acceleration`, :mod:`.task_inertia`) for one model
 on first use, folding its constants (:mod:`._trace`), and caches the compiled programs on the model
 object, by :class:`~._kernel_key.KernelKey`; inverse dynamics with friction is Newton–Euler with the
 friction package's program traced onto its torques and reactions (:mod:`._friction_trace`).
@@ -31,10 +31,12 @@ from ._trace import Kernel, Scalar, Tape
 from ._vector import Vec3
 from .cholesky import cholesky_solve
 from .crba import composite_inertia_matrix
+from .frame_acceleration import jacobian_rate
 from .geometric_jacobian import geometric_jacobian
 from .momentum import momentum_and_rate
 from .observer_step import observer_step
 from .rnea import newton_euler
+from .task_inertia import inverse_task_inertia
 
 CHUNK = 4096
 
@@ -66,6 +68,7 @@ class ModelKernels:
         self.native: CompiledLibrary | None = None  # the backend=None library, set by _dispatch.prepare
         self.native_library: CompiledLibrary | bool | None = None  # loaded library; False: unavailable
         self.pinned_python = False  # _dispatch.prepare(model, "python"): backend=None stays Python
+        self.frames: dict[object, Any] = {}  # the frames tasks named, by name or index (.task_space)
         # the library backend=None resolved to under the process default (None: Python), and that
         # default (_dispatch._default; "unresolved" until the first call)
         self.default_native: CompiledLibrary | None = None
@@ -116,6 +119,10 @@ class ModelKernels:
             return self.jacobian()
         if kind == "observer":
             return self.observer(key.motor, key.friction)
+        if kind == "frame":
+            return self.frame()
+        if kind == "task":
+            return self.task(key.motor)
         assert key.friction is not None  # kind "id_friction" (KernelKey checks the pairing)
         return self.inverse_friction(key.motor, key.load, key.friction)
 
@@ -260,10 +267,43 @@ class ModelKernels:
 
         def build() -> Kernel:
             tape = Tape()
-            J, R = geometric_jacobian(self.chain, tape.input("q", self.n))
+            J, R, _ = geometric_jacobian(self.chain, tape.input("q", self.n))
             return tape.compile("jacobian", [*(v for row in J for v in row), *(v for row in R.rows for v in row)])
 
         return self._get(KernelKey.jacobian(), build)
+
+    def _frame_outputs(self, tape: Tape) -> tuple[list[Scalar], list[list[Scalar]], list[Scalar]]:
+        """Traced outputs of the frame the input ``s`` names — its pose in ``F_0`` (4 x 4, row-major), its
+        Jacobian (``6 x n``) and ``Jdot qd`` (6) in base axes — with the inputs q, qd, s declared; and
+        ``J`` and ``q`` for what follows."""
+        n = self.n
+        q, qd, weights = tape.input("q", n), tape.input("qd", n), tape.input("s", n + 2)
+        J, R, p = geometric_jacobian(self.chain, q, weights)
+        pose = [*R.rows[0], p.x, *R.rows[1], p.y, *R.rows[2], p.z, 0.0, 0.0, 0.0, 1.0]
+        rate = jacobian_rate(self.chain, q, qd, weights)
+        return [*pose, *(v for row in J for v in row), *rate], J, q
+
+    def frame(self) -> Kernel:
+        """A frame's pose in ``F_0``, Jacobian and ``Jdot qd`` (base axes), ``16 + 6 n + 6`` outputs;
+        arguments q, qd, s (the frame's weights, :mod:`.geometric_jacobian`)."""
+
+        def build() -> Kernel:
+            tape = Tape()
+            return tape.compile("frame", self._frame_outputs(tape)[0])
+
+        return self._get(KernelKey.frame(), build)
+
+    def task(self, motor: bool) -> Kernel:
+        """The outputs of :meth:`frame` then ``J D^-1 J^T`` (36, row-major); arguments q, qd, s.
+        ``ZeroDivisionError`` while building when a pivot of D is a constant 0 (a joint that moves no mass)."""
+
+        def build() -> Kernel:
+            tape = Tape()
+            outputs, J, q = self._frame_outputs(tape)
+            A = inverse_task_inertia(J, self.chain, q, motor)
+            return tape.compile("task", [*outputs, *(v for row in A for v in row)])
+
+        return self._get(KernelKey.task(motor), build)
 
     # -- velocity coupling ----------------------------------------------------------------------
     def momentum(self, motor: bool) -> Kernel:

@@ -12,13 +12,10 @@ from collections.abc import Sequence
 from ._trace import Scalar, sqrt
 
 
-def cholesky_solve(D: Sequence[Sequence[Scalar]], rhs: Sequence[Scalar]) -> list[Scalar]:
-    """Solve ``D x = rhs`` for symmetric positive definite ``D`` = L L^T (generic scalars).
-
-    ``L_jj = sqrt(D_jj - sum_k<j L_jk^2)``, ``L_ij = (D_ij - sum_k<j L_ik L_jk) / L_jj``; then
-    ``L y = rhs`` forward and ``L^T x = y`` backward.
-    """
-    n = len(rhs)
+def cholesky_factor(D: Sequence[Sequence[Scalar]]) -> tuple[list[list[Scalar]], list[Scalar]]:
+    """``(L, 1 / diag(L))`` of ``D = L L^T`` for symmetric positive definite ``D`` (generic scalars):
+    ``L_jj = sqrt(D_jj - sum_k<j L_jk^2)``, ``L_ij = (D_ij - sum_k<j L_ik L_jk) / L_jj``."""
+    n = len(D)
     L: list[list[Scalar]] = [[0.0] * n for _ in range(n)]
     inv_diag: list[Scalar] = [0.0] * n
     for j in range(n):
@@ -32,12 +29,28 @@ def cholesky_solve(D: Sequence[Sequence[Scalar]], rhs: Sequence[Scalar]) -> list
             for k in range(j):
                 s = s - L[i][k] * L[j][k]
             L[i][j] = s * inv_diag[j]
-    y: list[Scalar] = [0.0] * n  # L y = rhs
-    for i in range(n):
+    return L, inv_diag
+
+
+def forward_substitution(
+    L: Sequence[Sequence[Scalar]], inv_diag: Sequence[Scalar], rhs: Sequence[Scalar]
+) -> list[Scalar]:
+    """``y`` with ``L y = rhs`` (``L`` lower triangular, ``inv_diag`` its reciprocal diagonal)."""
+    y: list[Scalar] = [0.0] * len(rhs)
+    for i in range(len(rhs)):
         s = rhs[i]
         for k in range(i):
             s = s - L[i][k] * y[k]
         y[i] = s * inv_diag[i]
+    return y
+
+
+def cholesky_solve(D: Sequence[Sequence[Scalar]], rhs: Sequence[Scalar]) -> list[Scalar]:
+    """Solve ``D x = rhs`` for symmetric positive definite ``D`` = L L^T (generic scalars):
+    :func:`cholesky_factor`, then ``L y = rhs`` forward and ``L^T x = y`` backward."""
+    n = len(rhs)
+    L, inv_diag = cholesky_factor(D)
+    y = forward_substitution(L, inv_diag, rhs)
     x: list[Scalar] = [0.0] * n  # L^T x = y
     for i in reversed(range(n)):
         s = y[i]

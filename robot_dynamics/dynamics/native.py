@@ -96,14 +96,15 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
     """Trace the kernels, emit C, compile the extension module ``module`` into ``target`` and write
     ``meta.json`` (last).
 
-    Thirteen traced programs are compiled: Newton–Euler with/without tool load and reactions, D, c, h,
+    The traced programs compiled: Newton–Euler with/without tool load and reactions, D, c, h,
     the gravity-free reactions, forward dynamics (with/without tool load) for the model's
     motor-inertia setting, the generalized momentum with its rate (:mod:`.momentum`; with and
-    without motor inertia), the tool Jacobian (:mod:`.geometric_jacobian`) and the momentum observer's
+    without motor inertia), the tool Jacobian (:mod:`.geometric_jacobian`), a chosen frame's pose,
+    Jacobian and ``Jdot qd`` (:mod:`.frame_acceleration`) and the momentum observer's
     step with the model's default friction (:mod:`.observer_step`). The other
     motor-inertia variants, the other forward dynamics (Newton–Euler bias + D + Cholesky), h_ikm
-    (probing h) and inverse dynamics with friction are small C functions calling them, so the library
-    compiles in one to two seconds.
+    (probing h), inverse dynamics with friction and ``J D^-1 J^T`` (:mod:`.task_inertia`) are small C
+    functions calling them, so the library compiles in one to two seconds.
     """
     start = time.perf_counter()
     lanes = vector_lanes()[0]
@@ -132,6 +133,7 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
         rnea(gravity=False, reactions=True),  # unit reactions of the stick-slip solver
         *(KernelKey.momentum(motor) for motor in motor_options),  # the momentum observer's p, dD/dt qd
         KernelKey.jacobian(),
+        KernelKey.frame(),  # a frame's pose, Jacobian and Jdot qd (task space)
         # the observer step a node runs: the model's D setting and its default friction (smooth, its kind)
         KernelKey.observer(
             K.motor_inertia_in_d, cast(FrictionVariant, model.smooth_kind) if model.has_friction else None
@@ -168,6 +170,11 @@ def _build(model: RobotModel, K: ModelKernels, target: Path, module: str = "rd_e
             inertia = compiled[KernelKey.inertia(motor)][0]
             functions.append(_c_codegen.forward_function(name, n, bias, inertia, load))
             add(KernelKey.forward(motor, load), name, (n, n, n, *((6,) if load else ())), n)
+    frame = compiled[KernelKey.frame()][0]
+    for motor in motor_options:  # the frame's outputs and J D^-1 J^T
+        name = f"task_{int(motor)}"
+        functions.append(_c_codegen.task_function(name, n, frame, compiled[KernelKey.inertia(motor)][0]))
+        add(KernelKey.task(motor), name, (n, n, n + 2), 16 + 6 * n + 6 + 36)
     functions.append(_c_codegen.coriolis_tensor_function("coriolis_tensor", n, compiled[velocity_terms][0]))
     add(KernelKey.coriolis_tensor(), "coriolis_tensor", (n,), n * n * n)
 

@@ -80,10 +80,18 @@ class BaseParameters:
             raise IdentificationError(
                 f"to_full: expected theta_base ({self.rank},) and nominal ({p},), got {tb.shape} and {nom.shape}"
             )
-        inv = np.where(self.scale_full > 0.0, 1.0 / np.where(self.scale_full > 0.0, self.scale_full, 1.0), 0.0)
-        ks = self.K * inv
-        step = np.linalg.lstsq(ks, tb - self.K @ nom, rcond=None)[0]
-        return nom + inv * step
+        inv, solve = self._minimum_norm()
+        return nom + inv * (solve @ (tb - self.K @ nom))
+
+    def _minimum_norm(self) -> tuple[FloatArray, FloatArray]:
+        """The scaling of :meth:`to_full` and the pseudo-inverse of the scaled ``K`` (computed once:
+        every fit, and every cross-validation fit, maps its base parameters back)."""
+        cached = self.__dict__.get("_pinv")
+        if cached is None:
+            inv = np.where(self.scale_full > 0.0, 1.0 / np.where(self.scale_full > 0.0, self.scale_full, 1.0), 0.0)
+            cached = (inv, np.linalg.pinv(self.K * inv))
+            object.__setattr__(self, "_pinv", cached)
+        return cached
 
     def describe(self) -> str:
         """One line per base parameter, plus the parameters without effect."""

@@ -54,6 +54,13 @@ class ColumnSums:
     def __sub__(self, other: ColumnSums) -> ColumnSums:
         return replace(self, cross=self.cross - other.cross, gram=self.gram - other.gram, rhs=self.rhs - other.rhs)
 
+    def scaled(self, weights: ArrayLike) -> ColumnSums:
+        """Joint ``j``'s sums times ``weights[j]`` (0 or 1: a joint's rows left out or kept)."""
+        w = np.asarray(weights, dtype=float)
+        return replace(
+            self, cross=w[:, None, None] * self.cross, gram=w[:, None] * self.gram, rhs=w[:, None] * self.rhs
+        )
+
     def select(self, keep: ArrayLike, fixed: ArrayLike) -> ColumnSums:
         """The sums for the columns ``keep``, the others held at ``fixed`` (as :meth:`NormalEquations.select`)."""
         k = np.asarray(keep, dtype=np.intp)

@@ -22,8 +22,8 @@ from .estimate import NormalEquations, fit_least_squares
 from .friction_laws import DEFAULT_FRICTION, check_friction, fit_widths, select_statistics, with_coulomb_widths
 from .parameters import IdentificationError, ParameterSet, link_parameters, nominal_parameters
 from .result import IdentificationResult, check_excitation, identified_model, payload_of
+from .rows import Part
 from .samples import PipelineSettings, SampleStatistics
-from .spans import Part
 from .stribeck import StribeckFit, fit_stribeck_sums, with_stribeck
 
 NOISE_FLOOR = 1e-6  # sigma_j is at least this fraction of joint j's RMS torque (noise-free data)

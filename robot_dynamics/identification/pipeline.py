@@ -28,6 +28,10 @@ Step 1 is :func:`identify` here; steps 2–5 are :func:`.fitting.fit_statistics`
 :class:`.result.IdentificationResult`. With the default parameter set the data are reduced once with
 every friction law's parameters (:mod:`.friction_laws`), the chosen law is fitted and, for the report,
 every other law on the same split (:func:`compare_laws`).
+
+The module is longer than 400 lines because :func:`identify` is where the steps meet — the reading, the
+effort's pairing, the choice of rows (:mod:`.choice`), the fit, the reversal fit and the sensor-noise
+estimate — with every option a user gives and its check, in the order they run.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.models.provenance import Provenance
 from robot_dynamics.models.robots import DEFAULT_ROBOT, load_robot
 
+from .base import BaseParameters, base_parameters
+from .bounds import MASS_BAND, density_bounds, link_ellipsoids
+from .choice import PLAIN_FRICTION, PLAIN_VELOCITY, Choice, choose_rows
 from .fitting import fit_statistics
 from .friction_laws import (
     DEFAULT_FRICTION,
@@ -54,6 +61,7 @@ from .friction_laws import (
     friction_parameter_set,
     reduction_parameter_set,
 )
+from .noise import sensor_noise
 from .parallel import default_jobs, map_tasks
 from .parameters import IdentificationError, ParameterSet
 from .result import Excitation, IdentificationResult, payload_parameter_set
@@ -72,6 +80,9 @@ from .samples import (
 )
 
 __all__ = ["Excitation", "IdentificationResult", "compare_laws", "fit_statistics", "identify", "robot_geometry"]
+
+METHODS = ("identify", "plain")  # identify's fit, or plain weighted least squares (the baseline)
+AUTO = "auto"
 
 
 def _velocities(value: float | Sequence[float]) -> float | tuple[float, ...]:
@@ -190,7 +201,7 @@ def identify(
     *,
     pset: ParameterSet | None = None,
     payload_only: bool = False,
-    consistent: bool = True,
+    consistent: bool | None = None,
     coulomb: str = "tanh",
     holdout: float = 0.3,
     noise_std: Sequence[float] | None = None,
@@ -203,16 +214,18 @@ def identify(
     progress: bool | None = None,
     seed: int = 0,
     provenance: Provenance | None = None,
-    friction: str = DEFAULT_FRICTION,
-    reversal_velocity: float | Sequence[float] = REVERSAL_VELOCITY,
-    stick_velocity: float = STICK_VELOCITY,
+    friction: str = AUTO,
+    reversal_velocity: float | Sequence[float] | str = AUTO,
+    stick_velocity: float | str = AUTO,
     compare_friction: bool = True,
-    window: float = WINDOW_S,
+    window: float | str | None = None,
     bounded: bool = True,
     geometry: Sequence[FloatArray | None] | None = None,
     effort_lag: int | str = 0,
     reversals: bool = True,
     acceleration: str = "savgol",
+    method: str = "identify",
+    sensor_noise_estimate: bool = True,
 ) -> IdentificationResult:
     """Identify ``robot``'s dynamic parameters from recorded bags (module docstring).
 
@@ -241,6 +254,14 @@ def identify(
     training residual kept, as for the lag). ``reversals``: each
     joint's Coulomb width (and the reversal's timing, reported) from the rows below the reversal
     velocity (:mod:`.reversals`; ``result.reversals``; a tanh Coulomb law only).
+    ``method``: "identify" (the above) or "plain": plain weighted least squares, the baseline every
+    choice is measured against (two-pass weights; each joint's rows slower than
+    :data:`.choice.PLAIN_VELOCITY` left out, no stick band, ``viscous-coulomb`` unless ``friction`` is
+    given, no consistent fit, no reversal fit). ``friction``, ``reversal_velocity``, ``stick_velocity``
+    and ``window`` left at "auto" (``window`` None: "auto" up to :data:`WINDOW_STATES` states, else
+    :data:`.samples.WINDOW_S`) are chosen by blocked cross-validation inside the training part
+    (:mod:`.choice`; ``result.choice``); a value given is used as is. ``sensor_noise_estimate``: the
+    torque sensor's noise apart from the residual (:mod:`.noise`; ``result.sensor_noise``).
     ``provenance``: the robot file and chain options ``robot`` was loaded with, recorded in the model
     file so that the same options load it as a no-op (:mod:`robot_dynamics.models.provenance`).
     ``jobs``/``scheduler``: where the bags are reduced (:mod:`.parallel`; with fewer bags than local
@@ -252,27 +273,54 @@ def identify(
         raise IdentificationError(f"effort lag must be an integer or 'auto', got {effort_lag!r}")
     if acceleration != "auto" and acceleration not in ACCELERATIONS:
         raise IdentificationError(f"acceleration must be one of {[*ACCELERATIONS, 'auto']}, got {acceleration!r}")
+    if method not in METHODS:
+        raise IdentificationError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    if window is not None and window != AUTO and not (isinstance(window, (int, float)) and window > 0.0):
+        raise IdentificationError(f"window must be a positive number of seconds or 'auto', got {window!r}")
+    if stick_velocity != AUTO and not isinstance(stick_velocity, (int, float)):
+        raise IdentificationError(f"stick velocity must be a number or 'auto', got {stick_velocity!r}")
+    if isinstance(reversal_velocity, str) and reversal_velocity != AUTO:
+        raise IdentificationError(f"reversal velocity must be numbers or 'auto', got {reversal_velocity!r}")
+    if friction != AUTO:
+        friction = check_friction(friction)
+    plain = method == "plain"
     model = robot if isinstance(robot, RobotModel) else load_robot(robot)
     items = [bags] if isinstance(bags, (str, os.PathLike)) else list(bags)
     paths = expand_bags([os.fspath(b) for b in items])
-    friction = check_friction(friction)
     laws = pset is None and not payload_only  # the data reduced once for every friction law
+    searching = laws and not plain  # the constants that decide which rows count, chosen from the data
+    given: dict[str, Any] = {}
+    if friction != AUTO:
+        given["friction"] = friction
+    if reversal_velocity != AUTO:
+        given["reversal_velocity"] = _velocities(reversal_velocity)  # type: ignore[arg-type]
+    if stick_velocity != AUTO:
+        given["stick_velocity"] = float(stick_velocity)
+    if window is not None and window != AUTO:
+        given["window"] = float(window)
+    law = friction if friction != AUTO else (PLAIN_FRICTION if plain else DEFAULT_FRICTION)
     if payload_only:
         pset = payload_parameter_set(model)
     elif pset is None:
-        pset = friction_parameter_set(friction, coulomb)
+        pset = friction_parameter_set(law, coulomb)
     superset = reduction_parameter_set(coulomb) if laws else pset
+    default_cut: float | tuple[float, ...] = PLAIN_VELOCITY if plain else REVERSAL_VELOCITY
     if settings is None:
         settings = PipelineSettings(
             joint_states=joint_states,
             joint_map=tuple(sorted((joint_map or {}).items())),
             holdout=holdout,
-            reversal_velocity=_velocities(reversal_velocity),
-            stick_velocity=stick_velocity,
-            window_s=window,
+            reversal_velocity=given.get("reversal_velocity", default_cut),
+            stick_velocity=given.get("stick_velocity", STICK_VELOCITY),
+            stick_band=not plain or "stick_velocity" in given,
+            window_s=given.get("window", WINDOW_S),
             effort_lag=0 if effort_lag == "auto" else effort_lag,  # type: ignore[arg-type]
             acceleration="savgol" if acceleration == "auto" else acceleration,
         )
+    if plain:
+        consistent, reversals, compare_friction = False, False, False
+    choose_fit = consistent is None and searching  # the consistent fit kept unless it validates worse than plain
+    consistent = True if consistent is None else consistent
     if scheduler is not None:  # workers elsewhere: absolute paths (the bags must be readable there)
         paths = [str(Path(path).resolve()) for path in paths]
     options: dict[str, Any] = {
@@ -301,28 +349,68 @@ def identify(
         reducing[0] += time.perf_counter() - began
         return stats
 
-    def fit(stats: list[SampleStatistics], lag_settings: PipelineSettings, **more: Any) -> IdentificationResult:
-        assert pset is not None
-        return fit_statistics(model, pset, stats, friction=friction, **{**options, "settings": lag_settings, **more})
+    bases: dict[ParameterSet, BaseParameters] = {}  # each parameter set's base parameters, computed once
+
+    def fit(
+        stats: list[SampleStatistics], lag_settings: PipelineSettings, law: str, **more: Any
+    ) -> IdentificationResult:
+        used = pset if not laws else friction_parameter_set(law, coulomb)
+        assert used is not None
+        if used not in bases:
+            bases[used] = base_parameters(model, used, rng=np.random.default_rng(seed))
+        return fit_statistics(
+            model, used, stats, friction=law, base=bases[used], **{**options, "settings": lag_settings, **more}
+        )
 
     scores: list[float | None] = []
     tried = pairings(settings, effort_lag, acceleration)
     if len(tried) > 1:  # least squares for each pairing (a constraint must not decide it), then the fit
         reductions = [reduce(candidate) for candidate in tried]
-        scores = lag_scores([fit(st, c, consistent=False) for c, st in zip(tried, reductions, strict=True)])
+        scores = lag_scores([fit(st, c, law, consistent=False) for c, st in zip(tried, reductions, strict=True)])
         best = int(np.argmin([np.inf if v is None else v for v in scores]))
         settings, stats = tried[best], reductions[best]
     else:
         stats = reduce(settings)
-    result = fit(stats, settings)
-    if reversals and not payload_only and result.identified is not None and pset.coulomb == "tanh":
+    choice: Choice | None = None
+    if searching:
+        rigid: dict[str, Any] | None = None
+        if choose_fit:
+            ellipsoids = link_ellipsoids(model, options["geometry"])
+            rigid = {
+                "bounds": density_bounds(model, ellipsoids) if bounded else None,
+                "mass_band": MASS_BAND if bounded else None,
+            }
+        choice, settings, stats = choose_rows(
+            model, stats, settings, superset, coulomb, given, window, prior_weight, seed, reduce, bases, rigid
+        )
+        if choice is not None:  # (None: no candidate could be fitted; the fit below says why)
+            law = choice.chosen.friction
+            if choose_fit:
+                options["consistent"] = consistent = choice.chosen.consistent
+    result = fit(stats, settings, law)
+    if choose_fit and not consistent and result.identified is None:  # no model file without it
+        options["consistent"] = consistent = True
+        result = fit(stats, settings, law)
+        result.warnings.append(
+            "the physically consistent fit validated worse than plain least squares' rows, but the least-squares "
+            f"parameters make no robot model ({result.model_problem or 'not physically realisable'}): kept the "
+            "consistent fit"
+        )
+    result.choice = choice
+    result.method = method
+    slow_cut = settings.reversal(model)
+    if reversals and not payload_only and result.identified is not None and pset.coulomb == "tanh" and slow_cut.any():
         tasks = [BagTask(path, model, superset, settings) for path in paths]
         if local:
             series = [slow_series(task) for task in tasks]
         else:  # where the bags are (a cluster's workers): only the slow rows come back
             series = map_tasks(slow_series, tasks, jobs=jobs, scheduler=scheduler, progress=False, label="slow rows")
-        result.reversals = fit_reversals(result.identified, series, settings.reversal(model))
+        result.reversals = fit_reversals(result.identified, series, slow_cut)
         result.identified = result.reversals.apply(result.identified)
+    if sensor_noise_estimate and result.identified is not None:
+        began = time.perf_counter()
+        result.sensor_noise = sensor_noise(result.identified, stats, settings)
+        result.elapsed["sensor_noise_s"] = time.perf_counter() - began
     result.effort_lag_scores = (
         [{"lag": c.effort_lag, "acceleration": c.acceleration, "score": v} for c, v in zip(tried, scores, strict=True)]
         if scores
@@ -331,6 +419,8 @@ def identify(
     fit_options = {**options, "settings": settings}
     if laws and compare_friction:
         result.friction_comparison = compare_laws(model, stats, result, coulomb, fit_options)
+    if choice is not None:
+        result.elapsed["choice_s"] = choice.elapsed_s
     result.provenance = provenance
     result.elapsed = {"reduce_s": reducing[0], **result.elapsed, "total_s": time.perf_counter() - clock}
     return result

@@ -100,6 +100,8 @@ def summary(result: IdentificationResult) -> dict[str, Any]:
     joints = []
     for j, joint in enumerate(model.joint_names):
         row: dict[str, Any] = {"joint": joint, "noise_std": float(result.noise_std[j])}
+        if result.sensor_noise is not None:
+            row["sensor_noise_std"] = _finite(float(result.sensor_noise[j]))
         for key, rms in result.rms.items():
             row[f"rms_{key}"] = None if rms is None else float(rms[j])
         offsets = result.offsets
@@ -111,6 +113,7 @@ def summary(result: IdentificationResult) -> dict[str, Any]:
         "robot_source": robot_label(result),
         "created": result.created,
         "method": fit.method,
+        "identify_method": result.method,
         "consistent": result.consistent,
         "prior_weight": result.prior_weight,
         "parameter_set": _pset(result),
@@ -138,7 +141,12 @@ def summary(result: IdentificationResult) -> dict[str, Any]:
         "parameter_table": parameter_table(result),
         "joints": joints,
         "rms_note": "RMS of model - measured torque [N m or N]; identified includes the estimated offsets; train: "
-        "rows at or above the reversal velocity; holdout: every held-out row; holdout_moving: those at or above it",
+        "the rows fitted; holdout: every held-out row; holdout_moving: those the fit's row selection keeps",
+        "noise_note": "noise_std: the fit's residual standard deviation per joint (its weights; holds the sensor's "
+        "noise and every error the model leaves, e.g. a controller's reaction to velocity noise); "
+        "sensor_noise_std: the torque sensor's noise, from the residual's high-frequency part less what the "
+        "measured state's noise explains",
+        "choice": choice_block(result),
         "friction": friction_block(result),
         "effort_lag": effort_lag_block(result),
         "friction_comparison": result.friction_comparison,
@@ -184,6 +192,7 @@ def friction_block(result: IdentificationResult) -> dict[str, Any]:
         "law": result.friction,
         "reversal_velocity": _floats(result.settings.reversal(result.model)),
         "stick_velocity": result.settings.stick_velocity,
+        "stick_band": result.settings.stick_band and result.settings.stick_velocity > 0.0,
         "window_s": result.settings.window_s,
     }
     if result.coulomb_widths is not None:
@@ -196,6 +205,24 @@ def friction_block(result: IdentificationResult) -> dict[str, Any]:
         block["stribeck_excess"] = _floats(result.stribeck.excess)
         block["stribeck_excess_std"] = _floats(result.stribeck.std_excess)
     return block
+
+
+def choice_block(result: IdentificationResult) -> dict[str, Any] | None:
+    """The rows, friction law and window chosen by cross-validation (:mod:`.choice`): each candidate's
+    score and, per joint, the training rows it keeps."""
+    choice = result.choice
+    if choice is None:
+        return None
+    names = result.model.joint_names
+    return {
+        "folds": choice.folds,
+        "score": "validation torque RMS over every joint's rows of the left-out fold [N m or N], pooled",
+        "given": choice.given,
+        "chosen": choice.chosen.as_dict(names),
+        "plain": None if choice.plain is None else choice.plain.as_dict(names),
+        "candidates": [c.as_dict(names) for c in choice.candidates],
+        "elapsed_s": choice.elapsed_s,
+    }
 
 
 def effort_lag_block(result: IdentificationResult) -> dict[str, Any]:

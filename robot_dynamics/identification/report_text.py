@@ -32,6 +32,33 @@ def friction_table(result: IdentificationResult) -> list[str]:
     return lines
 
 
+def choice_table(result: IdentificationResult) -> list[str]:
+    """The candidates of the cross-validation (:mod:`.choice`), their scores and the rows each keeps."""
+    choice = result.choice
+    if choice is None:
+        return []
+    names = result.model.joint_names
+    lines = [
+        f"rows, friction law and window chosen by {choice.folds}-fold blocked cross-validation in the training part "
+        "(score: validation torque RMS over every row; * chosen, P plain least squares)",
+        f"{'candidate (reversal velocity per joint, stick band, friction law)':<68}{'fit':>5}{'window':>7}{'score':>9}"
+        "  rows kept per joint: " + " ".join(f"{n[:7]:>7}" for n in names),
+    ]
+    for c in choice.candidates:
+        mark = "*" if c is choice.chosen else ("P" if c is choice.plain else " ")
+        score = f"{c.score:9.4g}" if c.score is not None else f"{'failed':>9}"
+        rows = " ".join(f"{int(v):7d}" for v in c.rows) if c.rows is not None else (c.error or "")
+        what = f"{c.selection.label()}, {c.friction}"
+        fit = "cons" if c.consistent else "LS"
+        lines.append(f"{mark} {what[:66]:<66}{fit:>5}{_g(c.window_s):>7}{score}  {'':21}{rows}")
+    given = ", ".join(f"{k} {v}" for k, v in choice.given.items())
+    lines.append(
+        f"chosen: {choice.chosen.label()}, window {_g(choice.chosen.window_s)} s (cross-validation took "
+        f"{choice.elapsed_s:.1f} s{'; given: ' + given if given else ''})"
+    )
+    return lines
+
+
 def _g(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
@@ -53,8 +80,8 @@ def format_table(result: IdentificationResult) -> str:
         f"condition number {fit.condition_number:.3g}",
         f"rows fitted per joint: {_share(result.train.rows, result.train.count)} of the training samples "
         f"(slower than the reversal velocity, or near a joint's sticking, left out)",
-        f"{'':<12}{'training RMS':^22}{'held-out RMS':^22}{'noise':>10}",
-        f"{'joint':<12}{'nominal':>11}{'identified':>11}{'nominal':>11}{'identified':>11}{'sigma':>10}",
+        f"{'':<12}{'training RMS':^22}{'held-out RMS':^22}{'residual':>10}{'sensor':>10}",
+        f"{'joint':<12}{'nominal':>11}{'identified':>11}{'nominal':>11}{'identified':>11}{'sigma':>10}{'noise':>10}",
     ]
     r = result.rms
     for j, name in enumerate(result.model.joint_names):
@@ -66,8 +93,10 @@ def format_table(result: IdentificationResult) -> str:
         lines.append(
             f"{name:<12}{cell('nominal_train')}{cell('identified_train')}{cell('nominal_holdout')}"
             f"{cell('identified_holdout')}{result.noise_std[j]:10.3g}"
+            + (f"{result.sensor_noise[j]:10.3g}" if result.sensor_noise is not None else f"{'-':>10}")
         )
     lines += friction_table(result)
+    lines += choice_table(result)
     if result.reversals is not None:
         band = result.reversals
         cells = ", ".join(

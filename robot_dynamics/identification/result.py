@@ -83,6 +83,9 @@ class IdentificationResult:
     bounded: bool = False  # the consistent fit kept each link's mass in its bounding ellipsoid
     effort_lag_scores: list[dict[str, Any]] = field(default_factory=list)  # effort_lag "auto": each lag's score
     reversals: ReversalFit | None = None  # each joint's Coulomb width from the slow rows (.reversals)
+    choice: Any = None  # .choice.Choice: the rows, friction law and window chosen by cross-validation
+    method: str = "identify"  # or "plain": plain weighted least squares (the baseline)
+    sensor_noise: FloatArray | None = None  # (n,) the torque sensor's noise apart from the residual (.noise)
 
     @property
     def names(self) -> tuple[str, ...]:

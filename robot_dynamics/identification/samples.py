@@ -27,13 +27,17 @@ For each bag, independently of every other (so bags can be processed anywhere an
    comparison. A joint's rows below its ``reversal_velocity`` are left out of its sums; with
    ``stick_velocity`` > 0 so are every joint's rows within half a filter window of where any joint
    starts or stops sticking (:func:`.spans.stick_band`; the filter's error, so not with "difference").
+
+The module is longer than 400 lines because the per-data-set step's settings, its statistics and the
+reading of a bag belong together: a worker process (a local process or a Dask worker) imports this
+module to reduce a bag, and nothing else of the pipeline.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +52,18 @@ from robot_dynamics.model import FloatArray, RobotModel
 from .estimate import NormalEquations
 from .parallel import map_tasks
 from .parameters import IdentificationError, ParameterSet
-from .spans import Part, Plan, Span, SpanResult, derivatives, fold, plan, reduce_span, shared, spans
+from .rows import Buckets, Part, Selection
+from .spans import (
+    Plan,
+    Span,
+    SpanResult,
+    derivatives,
+    fold,
+    plan,
+    reduce_span,
+    shared,
+    spans,
+)
 from .stribeck import GRID as STRIBECK_GRID
 
 # rad/s or m/s: the tanh widths the smooth-coulomb law searches, octaves about the default 0.01
@@ -62,6 +77,8 @@ WINDOW_S = 0.05  # s: Savitzky-Golay window of the identification (half the bag 
 BAG_SUFFIXES = (".mcap", ".db3")
 MAX_LAG = 5  # samples: the largest effort lag accepted (identify --effort-lag)
 ACCELERATIONS = ("savgol", "difference")  # how the acceleration is estimated (step 2)
+CUT_EDGES = (0.05, 0.1)  # rad/s or m/s: the speeds that cut each joint's rows into classes (spans.Buckets)
+FOLDS = 5  # contiguous blocks of the training part: the folds of the blocked cross-validation (.choice)
 
 
 @dataclass(frozen=True)
@@ -76,7 +93,10 @@ class PipelineSettings:
     min_motion: float = MIN_MOTION
     chunk: int = CHUNK
     reversal_velocity: float | tuple[float, ...] = REVERSAL_VELOCITY  # per joint, or one for all
-    stick_velocity: float = STICK_VELOCITY  # > 0: every joint's rows around a joint's sticking left out (step 5)
+    stick_velocity: float = STICK_VELOCITY  # > 0: a joint slower than this sticks (step 5, spans.stick_band)
+    stick_band: bool = True  # every joint's rows around a joint's sticking left out of the fit (step 5)
+    cut_edges: tuple[float, ...] = CUT_EDGES  # the row classes' speeds, besides the reversal velocities
+    folds: int = FOLDS  # training folds reduced apart (blocked cross-validation, .choice)
     stribeck_grid: tuple[float, ...] = tuple(float(v) for v in STRIBECK_GRID)  # () = no Stribeck sums
     coulomb_widths: tuple[float, ...] = tuple(float(v) for v in COULOMB_WIDTHS)  # () = no Coulomb-width sums
     effort_lag: int = 0  # samples: the effort of message k + lag goes with the state of message k (step 1)
@@ -98,7 +118,18 @@ class PipelineSettings:
             )
         return v.copy()
 
+    def edges(self, model: RobotModel) -> tuple[float, ...]:
+        """The speeds that cut each joint's rows into classes: :attr:`cut_edges` and the reversal velocities."""
+        values = {float(v) for v in self.cut_edges} | {float(v) for v in self.reversal(model)}
+        return tuple(sorted(v for v in values if v > 0.0))
+
+    def selection(self, model: RobotModel) -> Selection:
+        """The rows the fit uses (step 5)."""
+        return Selection(tuple(float(v) for v in self.reversal(model)), self.stick_band and self.stick_velocity > 0.0)
+
     def __post_init__(self) -> None:
+        if not (isinstance(self.folds, int) and self.folds >= 1):
+            raise IdentificationError(f"folds must be a positive integer, got {self.folds!r}")
         v = np.asarray(self.reversal_velocity, dtype=float)
         if v.ndim > 1 or not np.all(np.isfinite(v)) or np.any(v < 0.0):
             raise IdentificationError(f"reversal_velocity must be >= 0 (one value or one per joint), got {v.tolist()}")
@@ -121,8 +152,10 @@ class PipelineSettings:
 @dataclass(frozen=True)
 class SampleStatistics:
     """What one data set contributes: the sums (:class:`.spans.Part`: normal equations, stock-model
-    squared errors, Stribeck column sums) of the training rows (those below the reversal velocity
-    left out) and of the held-out rows (all of them, the slow ones also on their own)."""
+    squared errors, column families' sums) of the training rows a :class:`.spans.Selection` keeps and
+    of the held-out rows (all of them, those the selection leaves out also on their own); and the same
+    by row class (:class:`.spans.Buckets`) per training fold and for the held-out part, from which any
+    other selection's sums follow (:func:`with_selection`)."""
 
     name: str
     train_sums: Part
@@ -132,6 +165,10 @@ class SampleStatistics:
     motion: FloatArray  # (n,) peak-to-peak position per joint
     static: tuple[str, ...] = ()  # joints that stood still in this data set
     excitation: FloatArray = field(default_factory=lambda: np.zeros(0))  # (n,) max |qd| per joint (train)
+    folds: tuple[Buckets, ...] = ()  # the training part's sums by row class, per fold (in time order)
+    holdout_buckets: Buckets | None = None  # the held-out part's sums by row class
+    selection: Selection | None = None  # the rows of train_sums (and those left out of holdout_sums)
+    excerpt: tuple[FloatArray, FloatArray, FloatArray | None, FloatArray] | None = None  # raw t, q, qd, tau
 
     @property
     def train(self) -> NormalEquations:
@@ -149,6 +186,20 @@ class SampleStatistics:
     @property
     def nominal_sse_holdout(self) -> FloatArray:
         return np.zeros_like(self.train_sums.sse) if self.holdout_sums is None else self.holdout_sums.sse
+
+
+def with_selection(stats: SampleStatistics, selection: Selection) -> SampleStatistics:
+    """``stats`` with the training and held-out sums of ``selection``'s rows (from its row classes)."""
+    train = stats.folds[0]
+    for more in stats.folds[1:]:
+        train = train + more
+    held = stats.holdout_buckets
+    return replace(
+        stats,
+        train_sums=train.select(selection),
+        holdout_sums=None if held is None else held.split(selection),
+        selection=selection,
+    )
 
 
 @dataclass(frozen=True)
@@ -247,38 +298,61 @@ def _split(
     settings: PipelineSettings,
     name: str,
 ) -> tuple[Plan, list[Span], int]:
-    """The data set's plan, its training spans then its held-out spans, and the number of training spans."""
+    """The data set's plan, its training spans (fold by fold) then its held-out spans, and the number of
+    training spans."""
     cut = plan(t, q, settings, name)
     chunk = max(1, int(settings.chunk))
     grid = settings.grids()
-    reversal = np.where(cut.static, 0.0, settings.reversal(model))  # a joint standing still keeps its rows
+    edges = settings.edges(model)
     stick, acc = settings.stick_velocity, settings.acceleration
-    train = spans(model, pset, t, q, qd, tau, cut.train, cut, chunk, name, reversal, grid, False, stick, acc)
+    train: list[Span] = []
+    bounds = np.linspace(cut.train.start, cut.train.stop, settings.folds + 1).round().astype(int)
+    for k in range(settings.folds):
+        rows = slice(int(bounds[k]), int(bounds[k + 1]))
+        train += spans(model, pset, t, q, qd, tau, rows, cut, chunk, name, edges, grid, k, stick, acc)
     held = (
         []
         if cut.holdout is None
-        else spans(model, pset, t, q, qd, tau, cut.holdout, cut, chunk, name, reversal, grid, True, stick, acc)
+        else spans(model, pset, t, q, qd, tau, cut.holdout, cut, chunk, name, edges, grid, 0, stick, acc)
     )
     return cut, train + held, len(train)
 
 
+EXCERPT = 50_000  # states of each data set's training part kept raw for the sensor-noise estimate (.noise)
+
+
 def _statistics(
-    model: RobotModel, name: str, t: FloatArray, cut: Plan, results: list[SpanResult], n_train: int
+    model: RobotModel,
+    name: str,
+    t: FloatArray,
+    cut: Plan,
+    results: list[SpanResult],
+    n_train: int,
+    settings: PipelineSettings,
+    raw: tuple[FloatArray, FloatArray, FloatArray | None, FloatArray],
 ) -> SampleStatistics:
     n = model.dof
-    train, peak = fold(results[:n_train], n)
+    folds, peak = fold(results[:n_train], n, settings.folds)
     held, _ = fold(results[n_train:], n)
-    assert train is not None
-    return SampleStatistics(
+    if any(f is None for f in folds):
+        raise IdentificationError(f"{name}: too few training samples for {settings.folds} folds")
+    half = cut.filt.window // 2
+    lo, hi = cut.train.start - half, min(cut.train.start + EXCERPT, cut.train.stop) + half
+    excerpt = (raw[0][lo:hi], raw[1][lo:hi], None if raw[2] is None else raw[2][lo:hi], raw[3][lo:hi])
+    stats = SampleStatistics(
         name=name,
-        train_sums=train,
-        holdout_sums=held,
+        train_sums=folds[0].total(),  # type: ignore[union-attr]
+        holdout_sums=None,
         messages=int(t.shape[0]),
         duration=float(t[-1] - t[0]),
         motion=cut.motion,
         static=tuple(model.joint_names[j] for j in np.flatnonzero(cut.static)),
         excitation=peak,
+        folds=tuple(f for f in folds if f is not None),
+        holdout_buckets=held[0],
+        excerpt=excerpt,
     )
+    return with_selection(stats, settings.selection(model))
 
 
 def statistics_from_arrays(
@@ -301,7 +375,7 @@ def statistics_from_arrays(
     """
     cut, tasks, n_train = _split(model, pset, t, q, qd, tau, settings, name)
     results = map_tasks(reduce_span, tasks, jobs=jobs, scheduler=scheduler, progress=False, label="spans")
-    return _statistics(model, name, t, cut, results, n_train)
+    return _statistics(model, name, t, cut, results, n_train, settings, (t, q, qd, tau))
 
 
 def _bag_arrays(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray | None, FloatArray]:
@@ -365,13 +439,16 @@ def bags_in_spans(
             raise
         except (RobotDynamicsError, OSError, KeyError) as exc:
             raise _named(task.path, exc) from None
-        layout.append((task, t, cut, len(work), len(work) + len(parts), n_train))
+        layout.append((task, (t, q, qd, tau), cut, len(work), len(work) + len(parts), n_train))
         work += parts
     states = sum(span.rows.stop - span.rows.start for span in work)
     if scheduler is None and tasks and states < tasks[0].settings.chunk:
         jobs = 1  # less than one chunk of work: starting processes would cost more than it saves
     results = map_tasks(reduce_span, work, jobs=jobs, scheduler=scheduler, progress=progress, label="spans")
-    return [_statistics(task.model, task.path, t, cut, results[a:b], n_train) for task, t, cut, a, b, n_train in layout]
+    return [
+        _statistics(task.model, task.path, raw[0], cut, results[a:b], n_train, task.settings, raw)
+        for task, raw, cut, a, b, n_train in layout
+    ]
 
 
 def held_out_series(task: BagTask) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:

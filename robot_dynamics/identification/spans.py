@@ -13,6 +13,7 @@ reduced which span: the result is the same bit for bit however the spans are spr
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,39 +29,9 @@ from .columns import ColumnSums, direction
 from .estimate import NormalEquations, _gram
 from .parameters import IdentificationError, ParameterSet, nominal_parameters
 from .regressor import friction_law, joint_rows
+from .rows import Buckets, Part, classes
 
 Grids = dict[str, FloatArray]  # column family (.columns.SHAPES) -> grid of its nonlinear parameter
-
-
-@dataclass
-class Part:
-    """One chunk's sums: normal equations, the stock model's squared errors ``(n,)`` and the column
-    families' sums (:class:`.columns.ColumnSums`, by shape) over the same rows; ``slow``: the same sums over
-    the rows below the reversal velocity alone (held-out data, whose ``ne`` holds every row; else None)."""
-
-    ne: NormalEquations
-    sse: FloatArray
-    families: dict[str, ColumnSums]
-    slow: Part | None = None
-
-    def __add__(self, other: Part) -> Part:
-        families = {k: v + other.families[k] for k, v in self.families.items() if k in other.families}
-        slow = None if self.slow is None or other.slow is None else self.slow + other.slow
-        return Part(self.ne + other.ne, self.sse + other.sse, families, slow)
-
-    def select(self, keep: NDArray[np.intp], fixed: FloatArray) -> Part:
-        """The sums of the parameters ``keep`` alone, the others held at ``fixed`` (``NormalEquations.select``)."""
-        families = {k: v.select(keep, fixed) for k, v in self.families.items()}
-        slow = None if self.slow is None else self.slow.select(keep, fixed)
-        return Part(self.ne.select(keep, fixed), self.sse, families, slow)
-
-    def moving(self) -> Part:
-        """The sums of the rows at or above the reversal velocity: all rows less the slow ones."""
-        if self.slow is None:
-            return self
-        slow = self.slow
-        families = {k: v - slow.families[k] for k, v in self.families.items() if k in slow.families}
-        return Part(self.ne - slow.ne, self.sse - slow.sse, families)
 
 
 class _Chunk:
@@ -106,23 +77,24 @@ def accumulate_parts(
     qdd: FloatArray,
     tau: FloatArray,
     chunk: int,
-    reversal: FloatArray | None = None,
+    edges: Sequence[float] = (),
     grids: Grids | None = None,
-    held_out: bool = False,
     sticking: NDArray[np.bool_] | None = None,
-) -> list[Part]:
-    """Per chunk the sums (:class:`Part`) of ``tau - fixed``, the torque the parameters explain.
-
-    ``reversal (n,)``: joint ``j``'s rows with ``|qd_j| < reversal_j`` (near a velocity reversal, where
-    real friction sticks and leaves any law of the velocity) are left out of its sums, or with
-    ``held_out`` kept and summed again on their own (``Part.slow``); so are every joint's rows where
-    ``sticking (N,)`` (:func:`stick_band`). ``grids``: the column families (:mod:`.columns`) whose sums
-    are reduced alongside, over the same rows, and their grids."""
+    static: NDArray[np.bool_] | None = None,
+) -> list[Buckets]:
+    """Per chunk the sums of ``tau - fixed``, the torque the parameters explain, by row class
+    (:class:`Buckets`): joint ``j``'s row goes to the band of ``|qd_j|`` among ``edges`` (a ``static``
+    joint's rows to the last band: it keeps them whatever the cut) and, where ``sticking (N,)``
+    (:func:`stick_band`), to the band's sticking class. Every row is added once, to one class; any
+    selection of the rows (:class:`Selection`) is then a sum of classes. ``grids``: the column families
+    (:mod:`.columns`) whose sums are reduced alongside, over the same rows, and their grids."""
     from robot_dynamics.dynamics import inverse_dynamics
 
     smooth, reference = friction_law(model, pset)
     theta0 = nominal_parameters(model, pset)
     n, p = model.dof, pset.size(model)
+    cuts = np.asarray(sorted(edges), dtype=float)
+    m = classes(edges)
     parts = []
     for start in range(0, q.shape[0], chunk):
         sl = slice(start, start + chunk)
@@ -136,24 +108,28 @@ def accumulate_parts(
         # model's values), joint by joint from the regressor's non-zero rows (never (N, n, p))
         target = tau[sl] - law
         count = int(target.shape[0])
-        main = _Chunk(n, p, count, grids or {})
-        slow = _Chunk(n, p, count, grids or {}) if held_out and reversal is not None else None
+        cells = [_Chunk(n, p, count if k == 0 else 0, grids or {}) for k in range(m)]
         s = direction(pset, qd[sl])
+        stuck = np.zeros(count, dtype=np.intp) if sticking is None else sticking[sl].astype(np.intp)
         for j, cols, A in joint_rows(model, q[sl], qd[sl], qdd[sl], pset):
             b = target[:, j] + A @ theta0[cols]
             v, e, sj = qd[sl, j], error[:, j], s[:, j]
-            below = np.abs(v) < reversal[j] if reversal is not None else np.zeros(count, dtype=bool)
-            if sticking is not None:
-                below = below | sticking[sl]
-            if slow is not None:  # every row, and the slow ones again on their own
-                main.add(j, cols, A, b, e, sj, v)
-                slow.add(j, cols, A[below], b[below], e[below], sj[below], v[below])
-            elif not below.any():
-                main.add(j, cols, A, b, e, sj, v)
+            if static is not None and static[j]:  # a joint standing still keeps its rows
+                band: NDArray[np.intp] = np.full(count, len(cuts), dtype=np.intp)
             else:
-                fast = ~below
-                main.add(j, cols, A[fast], b[fast], e[fast], sj[fast], v[fast])
-        parts.append(main.part(None if slow is None else slow.part()))
+                band = np.searchsorted(cuts, np.abs(v), "right")
+            cls = 2 * band + stuck
+            sizes = np.bincount(cls, minlength=m)
+            if sizes.max() == count:  # every row in one class (the usual case on a fast arm)
+                cells[int(cls[0])].add(j, cols, A, b, e, sj, v)
+                continue
+            order = np.argsort(cls, kind="stable")
+            A, b, e, sj, v = A[order], b[order], e[order], sj[order], v[order]
+            bounds = np.concatenate([[0], np.cumsum(sizes)])
+            for k in range(m):
+                rows = slice(int(bounds[k]), int(bounds[k + 1]))
+                cells[k].add(j, cols, A[rows], b[rows], e[rows], sj[rows], v[rows])
+        parts.append(Buckets(tuple(float(x) for x in cuts), tuple(cell.part() for cell in cells)))
     return parts
 
 
@@ -236,10 +212,10 @@ class Span:
     filt: SavitzkyGolay
     static: NDArray[np.bool_]
     chunk: int
-    reversal: FloatArray | None = None  # (n,) rows of joint j with |qd_j| below this are left out (training)
+    edges: tuple[float, ...] = ()  # speeds that cut each joint's rows into bands (Buckets)
     grids: Grids | None = None  # column families whose sums are reduced too, and their grids
-    held_out: bool = False  # keep the slow rows, and sum them again on their own (accumulate_parts)
-    stick_velocity: float = 0.0  # > 0: leave out the rows around a joint's sticking (stick_band)
+    fold: int = 0  # the training fold the span lies in (held-out spans: 0)
+    stick_velocity: float = 0.0  # > 0: the rows around a joint's sticking in classes of their own (stick_band)
     acceleration: str = "savgol"  # or "difference": each step's change of velocity (.bag.step_difference)
 
 
@@ -300,14 +276,14 @@ def spans(
     cut: Plan,
     chunk: int,
     name: str,
-    reversal: FloatArray | None = None,
+    edges: tuple[float, ...] = (),
     grids: Grids | None = None,
-    held_out: bool = False,
+    fold: int = 0,
     stick_velocity: float = 0.0,
     acceleration: str = "savgol",
 ) -> list[Span]:
     """``rows`` cut into spans of ``chunk`` states (the last may be shorter), each with its halo;
-    ``reversal``: the per-joint velocity below which a joint's rows are left out (:func:`accumulate_parts`)."""
+    ``edges``: the speeds that cut each joint's rows into classes (:func:`accumulate_parts`)."""
     half = cut.filt.window // 2
     out = []
     for start in range(rows.start, rows.stop, chunk):
@@ -326,9 +302,9 @@ def spans(
                 cut.filt,
                 cut.static,
                 chunk,
-                reversal,
+                edges,
                 grids,
-                held_out,
+                fold,
                 stick_velocity,
                 acceleration,
             )
@@ -338,8 +314,9 @@ def spans(
 
 @dataclass(frozen=True)
 class SpanResult:
-    parts: list[Part]  # per chunk: normal equations, stock-model squared errors, Stribeck sums
+    parts: list[Buckets]  # per chunk, by row class: normal equations, stock-model squared errors, column sums
     peak: FloatArray  # (n,) max |qd| over the rows
+    fold: int = 0  # the span's training fold
 
 
 _MODELS: dict[tuple[str, tuple[str, ...]], RobotModel] = {}
@@ -372,22 +349,23 @@ def reduce_span(span: Span) -> SpanResult:
             qdd,
             span.tau[rows],
             span.chunk,
-            span.reversal,
+            span.edges,
             span.grids,
-            span.held_out,
             sticking,
+            span.static,
         )
     except RobotDynamicsError as exc:
         raise IdentificationError(f"{span.name}: {exc}") from None
-    return SpanResult(parts, np.max(np.abs(qd), axis=0))
+    return SpanResult(parts, np.max(np.abs(qd), axis=0), span.fold)
 
 
-def fold(results: list[SpanResult], dof: int) -> tuple[Part | None, FloatArray]:
-    """The spans' chunks added in order (None if there are none), and the peak ``|qd|`` per joint."""
-    total: Part | None = None
+def fold(results: list[SpanResult], dof: int, folds: int = 1) -> tuple[list[Buckets | None], FloatArray]:
+    """Per fold its spans' chunks added in order (None where it has none), and the peak ``|qd|`` per joint."""
+    total: list[Buckets | None] = [None] * folds
     peak: FloatArray = np.zeros(dof)
     for result in results:
         for part in result.parts:
-            total = part if total is None else total + part
+            here = total[result.fold]
+            total[result.fold] = part if here is None else here + part
         peak = np.maximum(peak, result.peak)
     return total, peak

@@ -35,8 +35,6 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
 from robot_dynamics.contact import CollisionDetector, check_reversal, check_thresholds
@@ -97,13 +95,11 @@ class ContactNode(RobotNode):
         for name, (default, description, check) in PARAMETERS.items():
             self.declare_dynamic(name, default, description, check, partial(self._change, name))
         for name, (default, description) in PER_JOINT.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=description, dynamic_typing=True))
-            error = self._check_per_joint(name, self.param(name))
-            if error:
-                raise StartupError(f"parameter {name}: {error}")
-            self.settings[name] = self.param(name)
-        self.add_on_set_parameters_callback(self._check_parameters_per_joint)
-        self.add_post_set_parameters_callback(self._apply_parameters_per_joint)
+            check, apply = partial(self._check_per_joint, name), partial(self._change, name)
+            if default is None:  # unset: no value (e.g. no collision detection)
+                self.declare_optional(name, description, check=check, apply=apply)
+            else:
+                self.declare(name, default, description, check=check, apply=apply, dynamic_typing=True)
         self.declare("joint_states_qos", "reliable", "QoS of joint_states: reliable | sensor_data", read_only=True)
         self.payload_switch = PayloadSwitch(self, self._install_payload_model, _warm)
         self.start_robot()
@@ -119,19 +115,6 @@ class ContactNode(RobotNode):
     def _check_per_joint(self, name: str, value: Any) -> str | None:
         """The reason to refuse a per-joint parameter (lengths once the model is known)."""
         return per_joint_error(name, value, self.model.dof if self.model is not None else None)
-
-    def _check_parameters_per_joint(self, params: list[Parameter[Any]]) -> SetParametersResult:
-        for p in params:
-            error = self._check_per_joint(p.name, p.value) if p.name in PER_JOINT else None
-            if error:
-                return SetParametersResult(successful=False, reason=f"{p.name}: {error}")
-        return SetParametersResult(successful=True)
-
-    def _apply_parameters_per_joint(self, params: list[Parameter[Any]]) -> None:
-        for p in params:
-            if p.name in PER_JOINT:
-                self.get_logger().info(f"parameter {p.name} = {p.value}")
-                self._change(p.name, p.value)
 
     def _change(self, name: str, value: Any) -> None:
         self.settings[name] = value

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.clock import Clock
 
 from robot_dynamics.control import (
@@ -30,8 +29,6 @@ from robot_dynamics.control import (
     ControlLaw,
     Controller,
     ControlSettings,
-    as_gains,
-    gains_error,
 )
 from robot_dynamics.feedforward import FeedforwardLaw
 from robot_dynamics.model import FloatArray, RobotModel
@@ -39,6 +36,7 @@ from robot_dynamics.ros.messages import StartupError
 from robot_dynamics.ros.parameters import check_non_negative
 from robot_dynamics.ros.robot_node import ParameterCheck, RobotNode, check_bool, check_choice
 from robot_dynamics.trajectory import JointTrajectorySampler
+from robot_dynamics.user_input import as_gains, gains_error
 
 #: ``publish(stamp ns, position, velocity, torque) -> whether anything was written``
 Publish = Callable[[int, FloatArray, FloatArray, FloatArray], bool]
@@ -143,16 +141,10 @@ class ControlParameters:
         self.update(law=str(value))
 
     def _declare_gains(self, name: str, description: str) -> None:
-        """A run-time gain parameter: unset, one number or one per joint; integers accepted."""
+        """A run-time gain parameter: unset (zeros), one number or one per joint; integers accepted."""
         node = self.node
-        node.declare_parameter(name, None, ParameterDescriptor(description=description, dynamic_typing=True))
         check: ParameterCheck = lambda value: gains_error(value, None if node.model is None else node.model.dof)  # noqa: E731
-        value = node.optional_param(name)
-        error = check(value)
-        if error:
-            raise StartupError(f"parameter {name}: {error}")
-        node.watch(name, check, lambda v: self._set_gains(name, v))
-        self._gain_values[name] = value
+        node.declare_optional(name, description, check=check, apply=lambda value: self._set_gains(name, value))
 
     def _set_gains(self, name: str, value: Any) -> None:
         self._gain_values[name] = value

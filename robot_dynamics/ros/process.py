@@ -56,26 +56,34 @@ class StopRequest:
     shutting the executors down in the main thread destroys those guard conditions, and the two
     race: a segmentation fault on Ctrl-C (seen about once in 30 stops of the bringup under load,
     in ``rmw_trigger_guard_condition`` on rclpy's signal thread). This handler only records the
-    request; the main thread then stops the executors, joins their threads and destroys the nodes,
-    in that order. Before spinning starts, a signal raises ``KeyboardInterrupt`` so a Ctrl-C during
-    a long startup (compiling the native backend) is not ignored.
+    request, at every stage: the main thread looks at it between the start-up's steps (:func:`run_nodes`)
+    and while the nodes spin, then stops the executors, joins their threads and destroys the nodes, in
+    that order.
+
+    It never raises. A handler that raised ``KeyboardInterrupt`` during the start-up (to cut a long
+    one short) let it out wherever the main thread was: in the teardown after the node's own start-up
+    error (a traceback from ``rclpy.try_shutdown`` and status -2 instead of 1: under ``ros2 launch``,
+    whose SIGINT to the others after a sibling's fatal error often lands there, 2 in 20 failing
+    simulation launches), or in a finaliser (``Exception ignored in: RcutilsLogger.__del__``), where
+    Python prints it and drops it.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.requested = False
-        self.spinning = False  # stays True once set: a second Ctrl-C must not interrupt the teardown
         self._previous: dict[int, Any] = {}
 
     def __call__(self, signum: int, frame: Any) -> None:
         self.requested = True
-        if not self.spinning:
-            raise KeyboardInterrupt
 
     def install(self) -> None:
+        """Handle SIGINT and SIGTERM from now on (main thread only); a request the handlers it replaces
+        recorded in a ``requested`` attribute (the executables' own during the imports) is kept."""
         if threading.current_thread() is threading.main_thread():
             self._previous = {s: signal.signal(s, self) for s in self.SIGNALS}
+            if any(getattr(handler, "requested", False) is True for handler in self._previous.values()):
+                self.requested = True
 
     def restore(self) -> None:
         for s, handler in self._previous.items():
@@ -128,12 +136,10 @@ def spin_nodes(
     executors: list[SingleThreadedExecutor] = []
     threads: list[threading.Thread] = []
     ctx = context if context is not None else nodes[0].context
-    # Before the first thread starts: from here on a signal only sets ``stop.requested`` and the
-    # ``finally`` below stops every executor already started. (Set after the loop, a Ctrl-C while
-    # a later thread was starting raised KeyboardInterrupt past the teardown: the process then
-    # finalised with executor threads inside rcl_wait and aborted, "terminate called without an
-    # active exception".)
-    stop.spinning = True
+    # A signal only sets ``stop.requested``: the ``finally`` below stops every executor already started,
+    # also when it arrives while the later threads start. (When the handler still raised
+    # KeyboardInterrupt there, the process finalised with executor threads inside rcl_wait and
+    # aborted, "terminate called without an active exception".)
     try:
         for node in nodes:
             executor = make_executor(context)
@@ -163,7 +169,9 @@ def run_nodes(factories: Sequence[tuple[str, NodeFactory]], args: Sequence[str] 
     """``main()`` of the executables: init, build the nodes, spin; exit status.
 
     A StartupError (or a bad ``--ros-args``) becomes one fatal log line and status 1; Ctrl-C or
-    SIGTERM (what ``ros2 launch`` sends) stops the nodes cleanly with status 0 (see StopRequest).
+    SIGTERM (what ``ros2 launch`` sends) stops the nodes cleanly with status 0 (see StopRequest),
+    during the start-up at the next step: after ``rclpy.init``, after each node is built (its robot
+    loaded; the first start with a robot compiles its C library, ~1-2 s).
     """
     argv = list(sys.argv if args is None else args)
     label = factories[0][0] if factories else "robot_dynamics"
@@ -171,6 +179,8 @@ def run_nodes(factories: Sequence[tuple[str, NodeFactory]], args: Sequence[str] 
     stop.install()
     nodes: list[Node] = []
     try:
+        if stop.requested:  # during the imports
+            return 0
         try:
             ros_arguments(argv)
             rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
@@ -178,14 +188,14 @@ def run_nodes(factories: Sequence[tuple[str, NodeFactory]], args: Sequence[str] 
             print(f"[FATAL] [{label}]: {one_line(exc)}", file=sys.stderr)
             return 1
         for name, factory in factories:
+            if stop.requested:
+                return 0
             try:
                 nodes.append(factory())
             except StartupError as exc:
                 _fatal(name, str(exc))
                 return 1
-        return spin_nodes(nodes, stop=stop)
-    except KeyboardInterrupt:  # a stop request before spinning started
-        return 0
+        return 0 if stop.requested else spin_nodes(nodes, stop=stop)
     finally:
         for node in nodes:
             node.destroy_node()

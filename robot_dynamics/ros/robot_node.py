@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.clock import Clock, ClockType
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
@@ -129,20 +128,22 @@ class RobotNode(CheckedParameterNode):
         )
         self.declare("base_link", "", "first link of the chain (empty = the model's root)", read_only=True)
         self.declare("tip_link", "", "last link of the chain (empty = the model's tip)", read_only=True)
-        self.declare_untyped(
+        self.declare_optional(
             "locked_joints",
             "joints made rigid, as 'NAME=POSITION' strings (rad or m; 'NAME' alone = 0), e.g. "
             "['panda_finger_joint1', 'panda_finger_joint2=0.04']",
+            Parameter.Type.STRING_ARRAY,
+            read_only=True,
         )
-        self.declare_untyped(
+        self.declare_optional(
             "joint_map",
             "topic joint names of model joints, as 'TOPIC_NAME=MODEL_NAME' strings; the node then uses the "
             "topic names everywhere (inputs, outputs, services)",
+            Parameter.Type.STRING_ARRAY,
+            read_only=True,
         )
-        self.declare_parameter(
-            "gravity",
-            Parameter.Type.DOUBLE_ARRAY,
-            ParameterDescriptor(description="gravity vector in the world frame, m/s^2 (unset = the model's)"),
+        self.declare_optional(
+            "gravity", "gravity vector in the world frame, m/s^2 (unset = the model's)", Parameter.Type.DOUBLE_ARRAY
         )
         self.declare(
             "backend",

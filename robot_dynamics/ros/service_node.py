@@ -8,6 +8,8 @@ Services (relative names, remappable; definitions in ``robot_dynamics_interfaces
 * ``forward_dynamics`` (ForwardDynamics): joint accelerations from state + effort;
 * ``simulate_trajectory`` (SimulateTrajectory): forward-dynamics simulation sampled into a
   ``trajectory_msgs/JointTrajectory``;
+* ``get_task_space`` (GetTaskSpace): a frame's pose, geometric Jacobian, ``Jdot qd`` and, on request,
+  its operational-space inertia (:mod:`robot_dynamics.dynamics.task_space`);
 * ``~/set_payload`` (SetPayload, private name): the payload held by the tool, changed at run time
   (:mod:`.payload_service`).
 
@@ -26,6 +28,8 @@ from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Pose
+from scipy.spatial.transform import Rotation
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics import dynamics
@@ -50,6 +54,7 @@ from robot_dynamics.user_input import non_finite_message
 _srv: Any = import_module("robot_dynamics_interfaces.srv")
 ForwardDynamics = _srv.ForwardDynamics
 GetDynamicsCoefficients = _srv.GetDynamicsCoefficients
+GetTaskSpace = _srv.GetTaskSpace
 InverseDynamics = _srv.InverseDynamics
 SimulateTrajectory = _srv.SimulateTrajectory
 
@@ -94,6 +99,7 @@ class DynamicsServiceNode(RobotNode):
         self.create_service(
             SimulateTrajectory, "simulate_trajectory", self._wrap("simulate_trajectory", self._simulate)
         )
+        self.create_service(GetTaskSpace, "get_task_space", self._wrap("task_space", self._task_space))
         # private: the feed-forward node in the same namespace has its own
         self.create_service(SetPayload, "~/set_payload", self._wrap("set_payload", self._set_payload))
 
@@ -228,6 +234,29 @@ class DynamicsServiceNode(RobotNode):
         res.joint_names = list(model.joint_names)
         res.acceleration = as_double_array(qdd)
 
+    def _task_space(self, model: RobotModel, req: Any, res: Any) -> None:
+        a = ordered_arrays(
+            model.joint_names, req.joint_names, {"position": req.position, "velocity": req.velocity}, ["position"]
+        )
+        result = self.engine.task_space(
+            model,
+            a["position"],
+            a["velocity"],
+            link=req.link or None,
+            axes=req.axes or "base",
+            inertia=req.include_operational_space_inertia,
+            rows=req.inertia_rows or None,
+            rcond=req.inertia_rcond or None,  # 0: the exact inverse
+        )
+        res.joint_names = list(model.joint_names)
+        res.link, res.base_link = result.link, model.base_link
+        res.pose = pose_msg(result.pose)
+        res.jacobian = to_multiarray(result.jacobian, ("rows", "cols"))
+        res.jdot_qdot = as_double_array(result.jdot_qdot)
+        if result.inertia is not None and result.condition is not None and result.rank is not None:
+            res.operational_space_inertia = to_multiarray(result.inertia, ("rows", "cols"))
+            res.inertia_condition, res.inertia_rank = float(result.condition), int(result.rank)
+
     def _simulate(self, model: RobotModel, req: Any, res: Any) -> None:
         names = model.joint_names
         a = ordered_arrays(names, req.joint_names, {"position": req.position, "velocity": req.velocity}, ["position"])
@@ -294,6 +323,7 @@ def _warm_engine(model: RobotModel) -> None:
     e.coriolis_centrifugal(model, z, z)
     e.gravity_torques(model, z)
     e.inverse_dynamics(model, z, z, z, friction=True, breakdown=True)
+    e.task_space(model, z, z, inertia=True, rcond=0.5)
 
 
 def _profile_law(model: RobotModel, profile: Any) -> Any:
@@ -316,6 +346,15 @@ def _profile_law(model: RobotModel, profile: Any) -> Any:
             raise RequestError(problem)
     efforts = np.array(rows)
     return TorqueProfile(times, efforts)
+
+
+def pose_msg(pose: FloatArray) -> Pose:
+    """``geometry_msgs/Pose`` of a 4 x 4 homogeneous transform (unit quaternion, ``w >= 0``)."""
+    x, y, z, w = Rotation.from_matrix(pose[:3, :3]).as_quat(canonical=True)
+    msg = Pose()
+    msg.position.x, msg.position.y, msg.position.z = (float(v) for v in pose[:3, 3])
+    msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = float(x), float(y), float(z), float(w)
+    return msg
 
 
 def trajectory_msg(

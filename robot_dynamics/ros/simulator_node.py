@@ -40,7 +40,6 @@ from importlib import import_module
 from typing import Any
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -84,10 +83,8 @@ class SimulatorNode(RobotNode):
         self.declare("rate", 200.0, "control rate: joint_states and plant steps per second, Hz", read_only=True)
         self.declare("initial_pose", "", "named pose of the model to start from (empty: initial_position)")
         for name, what in (("initial_position", "position"), ("initial_velocity", "velocity")):
-            self.declare_parameter(
-                name,
-                Parameter.Type.DOUBLE_ARRAY,
-                ParameterDescriptor(description=f"start {what} in model joint order (unset = zeros)"),
+            self.declare_optional(
+                name, f"start {what} in model joint order (unset = zeros)", Parameter.Type.DOUBLE_ARRAY
             )
         simulator_plant.declare_plant_parameters(self)
         self.declare(
