@@ -23,7 +23,7 @@ The cases are :mod:`robot_dynamics.experiment.cases`; what each shows, docs/clos
 4. ``robot-dynamics identify bags/excitation --friction LAW --effort-lag auto --acceleration auto`` (the
    simulator's effort is the torque of the step into a state; its velocities are exact, so each step's
    change of velocity can be the acceleration) → ``identified.yaml``, ``identification.json`` / ``.png``;
-   for C-plain the same recording by plain weighted least squares (:func:`plain_options`, the
+   for C-plain the same recording by plain weighted least squares (identify's ``method="plain"``, the
    identification pipeline called here: such a fit often makes no robot file) →
    ``identification_plain.json``, its torques along the motion (:func:`~robot_dynamics.experiment.
    motion.fitted_efforts`) as the trajectory's efforts.
@@ -432,7 +432,7 @@ class Experiment:
             self._store(case.key, node, case, True)
 
     def _plain_fit(self) -> Motion:
-        """The plain least-squares fit of the excitation recording (:func:`plain_options`), its report in
+        """The plain least-squares fit of the excitation recording (identify's ``method="plain"``), its report in
         ``identification_plain.json``, and the motion with its torques as efforts."""
         from robot_dynamics.identification.pipeline import identify
         from robot_dynamics.identification.report import write_json
@@ -445,7 +445,7 @@ class Experiment:
             effort_lag="auto",
             acceleration="auto",
             progress=False,
-            **plain_options(),
+            method="plain",
         )
         write_json(self.out / "identification_plain.json", result)
         self.say(
@@ -475,22 +475,3 @@ class Experiment:
         if touching:
             raise ExperimentError(f"the excitation: {touching} (choose a smaller --reach or another --start)")
         return motion
-
-
-def plain_options() -> dict[str, Any]:
-    """The identification pipeline's options for a plain weighted least-squares fit (case C-plain):
-    ``method="plain"`` where the pipeline has it, else the options that make the same fit: no physically
-    consistent fit, viscous and Coulomb friction, each joint's rows slower than 0.05 rad/s left out, no
-    stick band, no reversal fit."""
-    from robot_dynamics.identification import pipeline
-
-    if "plain" in getattr(pipeline, "METHODS", ()):
-        return {"method": "plain"}
-    return {
-        "consistent": False,
-        "friction": "viscous-coulomb",
-        "reversal_velocity": 0.05,
-        "stick_velocity": 0.0,
-        "reversals": False,
-        "compare_friction": False,
-    }
