@@ -1,7 +1,7 @@
 """The closed-loop experiment on the Franka Panda and the UR5 of example-robot-data, against its targets.
 
 Usage: ``.venv/bin/python bench/bench_closed_loop.py [--robots panda,ur5] [--out DIR] [--duration 10]
-[--excitation-duration 10] [--no-realtime] [--sensors ur_e_series,franka,...] [--reuse]``
+[--excitation-duration 10] [--no-realtime] [--sensors ur_e_series,franka,...] [--pairs ur5:ur_e_series,...] [--reuse]``
 
 For each robot, ``robot-dynamics closed-loop`` as a user runs it (its own process; the simulator and the
 feed-forward node in processes of their own over DDS, lock-step 1 kHz), on a MuJoCo plant built from the
@@ -237,22 +237,31 @@ def main() -> None:
         help="sensor profiles, comma separated (e.g. ur_e_series,franka): each run with the profile and with ideal "
         "sensors at its rate",
     )
+    parser.add_argument(
+        "--pairs",
+        default="",
+        help="robot:profile pairs instead of every robot with every profile (e.g. ur5:ur_e_series,panda:franka)",
+    )
     parser.add_argument("--reuse", action="store_true", help="read a finished run's report.json instead of running it")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.sensors:
+    if args.sensors or args.pairs:
         sensed: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
-        for name in args.robots.split(","):
-            for profile in args.sensors.split(","):
-                rate = rate_of(profile)
-                with_profile = run(name, args.out, args, ["--sensors", profile], profile)
-                # the same rate and gains (the profile's delays lower them), the plant's exact state
-                gains = with_profile["settings"]
-                same = ["--kp", *map(str, gains["kp"]), "--kd", *map(str, gains["kd"])]
-                ideal = run(
-                    name, args.out, args, ["--sensors", "ideal", "--rate", f"{rate:g}", *same], f"ideal_{profile}"
-                )
-                sensed[(name, profile)] = (with_profile, ideal)
+        pairs = (
+            [tuple(p.split(":", 1)) for p in args.pairs.split(",")]
+            if args.pairs
+            else [(name, profile) for name in args.robots.split(",") for profile in args.sensors.split(",")]
+        )
+        for name, profile in pairs:
+            if name not in ROBOTS:
+                raise SystemExit(f"--pairs: no robot {name!r} (one of {', '.join(ROBOTS)})")
+            rate = rate_of(profile)
+            with_profile = run(name, args.out, args, ["--sensors", profile], profile)
+            # the same rate and gains (the profile's delays lower them), the plant's exact state
+            gains = with_profile["settings"]
+            same = ["--kp", *map(str, gains["kp"]), "--kd", *map(str, gains["kd"])]
+            ideal = run(name, args.out, args, ["--sensors", "ideal", "--rate", f"{rate:g}", *same], f"ideal_{profile}")
+            sensed[(name, profile)] = (with_profile, ideal)
         sensed_tables(sensed)
         return
     results = {name: run(name, args.out, args) for name in args.robots.split(",")}
