@@ -337,7 +337,7 @@ def test_standstill_figures_of_a_known_signal() -> None:
     """Torques of known sines on a 1 kHz stream: the standard deviation of the variation faster than 1 Hz
     (a slow drift and a 0.5 Hz swing, the PD's settling, left out of it but not of the total) and the
     share of its variance above 100 Hz (Parseval)."""
-    from robot_dynamics.experiment.report import standstill
+    from robot_dynamics.experiment.standstill import standstill
 
     stamps = np.arange(2000) * 1_000_000
     t = stamps * 1e-9

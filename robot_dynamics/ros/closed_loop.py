@@ -1,6 +1,9 @@
 """``robot-dynamics closed-loop``: the experiment through the real nodes over DDS (the sequence).
 
 The cases are :mod:`robot_dynamics.experiment.cases`; what each shows, docs/closing-the-loop.md.
+The module is longer than 400 lines because the sequence below is one class whose steps share its
+state (the nodes' processes, the recordings, the motions, the runs); what needs no ROS is in
+:mod:`robot_dynamics.experiment`.
 
 1. Offline: the robot model and the plant as the simulator builds it, with its sensor profile (for the
    plant's ``mj_inverse``, its drive's torque constants, its true model and a contact check), the start
@@ -53,6 +56,7 @@ from rclpy.executors import SingleThreadedExecutor
 from robot_dynamics.bag.decode import decode_joint_states
 from robot_dynamics.bag.writer import BagWriter
 from robot_dynamics.experiment import report
+from robot_dynamics.experiment import standstill as still
 from robot_dynamics.experiment.cases import CASES, EXCITATION, Case, ratio_targets, uncompensated
 from robot_dynamics.experiment.motion import (
     ExperimentError,
@@ -298,10 +302,10 @@ class Experiment:
         run.counters = report.loop_counters(
             self.model, states, commands, start, end, self.period_ns if lockstep else None
         )
-        if hold > round(report.SETTLE_S * 1e9):
+        if hold > round(still.SETTLE_S * 1e9):
             true_states = decode_joint_states(recorded[report.TRUTH_TOPIC], self.names) if truth else None
-            run.standstill = report.standstill(
-                commands, true_states, end + round(report.SETTLE_S * 1e9), end + hold, self.s.rate
+            run.standstill = still.standstill(
+                commands, true_states, end + round(still.SETTLE_S * 1e9), end + hold, self.s.rate
             )
         run.counters["restarts"] = restarts  # runs started again (the controller tracked late), in the report
         if not lockstep:
