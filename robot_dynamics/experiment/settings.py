@@ -87,6 +87,7 @@ class Settings:
 
 
 LOCKSTEP_MAX_SPEED = 2.0  # simulated s per wall s at most (a 1 kHz loop runs at ~1x: no change there)
+LOCKSTEP_TIMEOUT = 10.0  # wall s the simulator waits for an answer (its default, 1 s, a loaded machine exceeds)
 DEFAULT_BANDWIDTH = 20.0  # rad/s: ωn unless --bandwidth is given (at most what the loop's delay allows)
 PHASE_BUDGET = 0.5  # rad: kd L / D_ii at most, the loop's delay phase at a damping-dominated crossover
 
@@ -175,6 +176,8 @@ def node_parameters(
         "thread_priority": 0 if lockstep else s.thread_priority,
         # the recorder here must keep up: a low-rate loop would otherwise run ~10x faster than real time
         "lockstep_max_speed": LOCKSTEP_MAX_SPEED if lockstep else 0.0,
+        # a step is missed only when the controller is stuck, not when a loaded machine pauses a process
+        **({"lockstep_timeout": LOCKSTEP_TIMEOUT} if lockstep else {}),
         "initial_position": q0.tolist(),
     }
     if s.sensors or s.sensor_overrides:
