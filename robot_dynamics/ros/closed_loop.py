@@ -84,7 +84,13 @@ from robot_dynamics.model import RobotModel
 from robot_dynamics.models.chain_yaml import dumps_chain_yaml
 from robot_dynamics.models.robots import load_robot
 from robot_dynamics.plant import PlantOptions, SensorProfile, load_sensor_profile, make_plant
-from robot_dynamics.ros.closed_loop_nodes import ExperimentNode, NodeProcess, node_environment, parameter_file
+from robot_dynamics.ros.closed_loop_nodes import (
+    ExperimentNode,
+    NodeProcess,
+    ResetNotRecorded,
+    node_environment,
+    parameter_file,
+)
 from robot_dynamics.ros.demo import reserve_domain_id
 from robot_dynamics.ros.process import stop_executors
 from robot_dynamics.user_input import external_names, renamed_model
@@ -330,7 +336,11 @@ class Experiment:
         node.publish(motion.approach(MOVE_S, SETTLE_S + s.lead + HOLD_S), 0)
         self.sent += 1
         node.wait_recorded(now + round((MOVE_S + SETTLE_S) * 1e9), s.timeout)
-        reset_at = node.reset(motion.positions[0])
+        try:
+            reset_at = node.reset(motion.positions[0])
+        except ResetNotRecorded as exc:
+            self.say(f"    {exc}: again")
+            return None
         start = reset_at + round(s.lead * 1e9 / self.period_ns) * self.period_ns
         if node.now_ns() >= start - round(s.lead * 1e9) // 2:
             return None

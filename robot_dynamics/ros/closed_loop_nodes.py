@@ -152,6 +152,11 @@ def trajectory_message(motion: Motion, stamp_ns: int) -> JointTrajectory:
     return msg
 
 
+class ResetNotRecorded(ExperimentError):
+    """The simulator was reset but the recording lost its reset state: a recorder that fell behind a fast
+    loop on a busy machine loses the oldest states of the publisher's history (the case starts again)."""
+
+
 def wait_for(condition: Callable[[], bool], timeout: float, what: str, check: Callable[[], None] | None = None) -> None:
     """Poll ``condition`` (every 5 ms) until it holds; ``check`` raises on a failure meanwhile."""
     deadline = time.monotonic() + timeout
@@ -333,7 +338,7 @@ class ExperimentNode(Node):
             wait_for(found, timeout, "the recording to reach the reset", self.check)
         except ExperimentError:
             if stamps[-1] < 0:
-                raise ExperimentError(
+                raise ResetNotRecorded(
                     "reset_simulation answered, but no joint state at the reset pose was recorded"
                 ) from None
             raise
