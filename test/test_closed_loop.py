@@ -19,9 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from robot_dynamics.bag.decode import JointStateSeries
 from robot_dynamics.experiment.motion import planned_motion, restricted_model, start_pose, workspace
+from robot_dynamics.experiment.report import TRUTH_TOPIC as TRUTH
 from robot_dynamics.experiment.report import late_activation, loop_counters, timing
 from robot_dynamics.models import load_robot
 from robot_dynamics.models.chain_yaml import dumps_chain_yaml, loads_chain_yaml
@@ -41,6 +43,7 @@ def test_every_case_through_the_nodes(tmp_path: Path) -> None:
     argv = ["closed-loop", "fu_two_link", "--plant", str(tmp_path / "plant.yaml"), "--out", str(out), "--rate", "100"]
     argv += ["--duration", "2", "--excitation-duration", "3", "--harmonics", "2", "--realtime", "--json"]
     argv += ["--excitation-option=--starts=1", "--excitation-option=--iterations=30"]
+    argv += ["--cases", "A,B,B-exact,C,D"]  # C-plain: test_the_experiment_with_a_sensor_profile
     done = subprocess.run(
         [sys.executable, "-m", "robot_dynamics.cli", *argv], capture_output=True, text=True, timeout=2000, check=False
     )
@@ -144,6 +147,11 @@ def test_a_motion_tracked_late_is_told_from_one_tracked_from_its_start() -> None
     held[:25] = motion.positions[0]  # the node held the start for the first 0.1 s: it got the motion late
     late = JointStateSeries("/c", ("joint1", "joint2"), stamps, stamps, held, held * 0, None)
     assert late_activation(motion, late, int(stamps[0]), int(stamps[-1])) == pytest.approx(0.004)
+    # told a measurement delay, the node compares each state with the desired state of that much earlier
+    behind = motion.sampler().sample_many((stamps - start) * 1e-9 - 0.008).positions
+    delayed = JointStateSeries("/c", ("joint1", "joint2"), stamps, stamps, behind, behind * 0, None)
+    assert late_activation(motion, delayed, int(stamps[0]), int(stamps[-1]), 8_000_000) is None
+    assert late_activation(motion, delayed, int(stamps[0]), int(stamps[-1])) is not None
 
 
 def test_the_motion_stays_in_its_workspace_and_limits() -> None:
@@ -194,3 +202,191 @@ def test_base_parameters_of_a_plant_against_itself_and_a_perturbed_fit() -> None
     text = "\n".join(base_parameter_lines(off))
     assert f"**{off['within_count']} of them within 5 %**" in text and "| base parameter |" in text
     assert base_parameter_lines(None) == []
+
+
+# ------------------------------------------------------------------------------------------------
+# with a real arm's sensors
+# ------------------------------------------------------------------------------------------------
+SENSED_CASES = ("A", "B", "C", "C-plain", "D")
+
+
+@pytest.mark.timeout(2400)
+def test_the_experiment_with_a_sensor_profile(tmp_path: Path) -> None:
+    """``--sensors ur_e_series`` (at 100 Hz, so that two seconds stay short): the profile reaches the
+    simulator, the controller is told its delays (and each case also runs without them), the truth is
+    recorded and tracking scored on it, D's efforts are the plant's inverse dynamics divided by the drive's
+    torque-constant factors, and C-plain exists beside C."""
+    from robot_dynamics.bag.decode import decode_joint_states, decode_joint_trajectories
+    from robot_dynamics.bag.reader import read_topics
+    from robot_dynamics.plant import PlantOptions, load_sensor_profile, make_plant
+
+    (tmp_path / "plant.yaml").write_text(PLANT)
+    out = tmp_path / "out"
+    overrides = "{rate: 100, seed: 2}"
+    argv = ["closed-loop", "fu_two_link", "--plant", str(tmp_path / "plant.yaml"), "--out", str(out)]
+    argv += ["--sensors", "ur_e_series", "--sensor-overrides", overrides, "--cases", ",".join(SENSED_CASES)]
+    argv += ["--duration", "2", "--excitation-duration", "3", "--harmonics", "2", "--hold", "1", "--json"]
+    argv += ["--excitation-option=--starts=1", "--excitation-option=--iterations=30"]
+    done = subprocess.run(
+        [sys.executable, "-m", "robot_dynamics.cli", *argv], capture_output=True, text=True, timeout=2000, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    settings, cases = summary["settings"], summary["cases"]
+    # the profile's rate is the control rate; the simulator runs the profile and says so
+    profile = settings["sensor_profile"]
+    assert settings["rate"] == 100.0 and profile["name"] == "ur_e_series" and profile["simulator"] == "ur_e_series"
+    simulator = yaml.safe_load((out / "params" / "simulator.yaml").read_text())["/**/simulator_node"]["ros__parameters"]
+    assert simulator["sensor_profile"] == "ur_e_series" and simulator["sensor_overrides"] == overrides
+    assert simulator["timestep"] == 0.001 and simulator["rate"] == 100.0  # 1 kHz physics under a 100 Hz loop
+    # the delays: one period each way, given to the feed-forward node; every case also without them
+    assert profile["measurement_delay_s"] == pytest.approx(0.01) and profile["command_delay_s"] == pytest.approx(0.01)
+    controller = yaml.safe_load((out / "params" / "feedforward.yaml").read_text())["/**/feedforward_node"]
+    assert controller["ros__parameters"]["measurement_delay"] == pytest.approx(0.01)
+    assert controller["ros__parameters"]["command_delay"] == pytest.approx(0.01)
+    expected = {*SENSED_CASES, *(k + "-uncomp" for k in SENSED_CASES), "excitation"}
+    assert set(cases) == expected
+    assert all(cases[k]["delays_compensated"] for k in SENSED_CASES)
+    assert not any(cases[k + "-uncomp"]["delays_compensated"] for k in SENSED_CASES)
+    for tag in ("stock", "identified", "plain"):
+        assert summary["simulator"][tag]["missed_commands"] == 0
+    names = ("joint1", "joint2")
+    motion = planned_motion(load_robot("fu_two_link"), np.zeros(2), duration=2.0, reach=0.6, seed=0)
+    for key in ("B", "B-uncomp"):  # the delay reached the node: its answers compare with q_d(t - 10 ms), or q_d(t)
+        topics = read_topics(out / "bags" / key, ["/joint_commands", "/joint_trajectory"])
+        commands = decode_joint_states(topics["/joint_commands"], names)
+        start = decode_joint_trajectories(topics["/joint_trajectory"])[0].stamp
+        active = (commands.stamps > start) & (commands.stamps <= start + round(motion.duration * 1e9))
+        delay = 0.01 if key == "B" else 0.0
+        t = (commands.stamps[active] - start) * 1e-9 - delay
+        np.testing.assert_allclose(commands.position[active], motion.sampler().sample_many(t).positions, atol=1e-9)
+    # the truth is recorded beside the measured states and tracking is scored on it
+    topics = read_topics(out / "bags" / "C", ["/joint_states", TRUTH])
+    measured, truth = (decode_joint_states(topics[t], names) for t in ("/joint_states", TRUTH))
+    np.testing.assert_array_equal(measured.stamps, truth.stamps)
+    assert not np.array_equal(measured.position, truth.position)  # quantized, delayed, noisy
+    for key in cases:
+        if key != "excitation":
+            assert cases[key]["rms_position_error"] != cases[key]["measured"]["rms_position_error"]
+    command = ["tracking", str(out / "bags" / "C"), "--robot", "fu_two_link", "--joint-states", TRUTH, "--json", "-"]
+    tracked = subprocess.run(
+        [sys.executable, "-m", "robot_dynamics.cli", *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    joints = json.loads(tracked.stdout)["overall"]
+    assert [j["rms_position_error"] for j in joints] == [j["rms_position_error"] for j in cases["C"]["joints"]]
+    # D: the plant's exact inverse dynamics as the drive must be commanded, mj_inverse / (1 + e)
+    e = load_sensor_profile("ur_e_series", overrides).resolve([[n] for n in names])["actuator.constant_error"]
+    assert np.all(e != 0.0) and np.allclose(profile["drive_factor"], 1.0 + e)
+    bare = make_plant(
+        PlantOptions(engine="mujoco", deviations=str(tmp_path / "plant.yaml")),
+        load_robot("fu_two_link"),
+        0.01,
+        "fu_two_link",
+    )
+    sent = decode_joint_trajectories(read_topics(out / "bags" / "D", ["/joint_trajectory"])["/joint_trajectory"])[0]
+    assert sent.velocities is not None and sent.accelerations is not None and sent.efforts is not None
+    points = zip(sent.positions, sent.velocities, sent.accelerations, strict=True)
+    exact = np.array([bare.inverse_dynamics(q, qd, qdd) for q, qd, qdd in points])
+    np.testing.assert_allclose(sent.efforts * (1.0 + e), exact, rtol=1e-9, atol=1e-9)
+    # C-plain: the plain least-squares fit of the same recording, its report beside identify's
+    plain = json.loads((out / "identification_plain.json").read_text())
+    assert plain["consistent"] is False and plain["friction"]["law"] == "viscous-coulomb"
+    assert {r["ratio"] for r in summary["ratios"]} >= {"C/B", "C/D", "C/C-plain", "B/B-uncomp", "C/C-uncomp"}
+    targets = {r["ratio"]: r["target"] for r in summary["ratios"]}
+    assert targets["C/B"] == 0.6 and targets["C/D"] == 1.5 and targets["C/C-plain"] == 1.0
+    # the standstill after each motion: the commanded torque's spread per joint, at 100 Hz nothing above 100 Hz
+    for key in SENSED_CASES:
+        held = cases[key]["standstill"]
+        assert held["samples"] == 51 and len(held["torque_std"]) == 2 and all(v > 0 for v in held["torque_std"])
+        assert held["torque_share_above"] == [0.0, 0.0] and len(held["position_std"]) == 2
+    assert "## Standstill" in (out / "report.md").read_text()
+
+
+def test_the_loop_delay_sets_the_gains() -> None:
+    """Without sensors the rule is the one of one control period (``kd Δt / D_ii <= 0.5``); a profile's
+    delays and velocity filter lengthen the loop's delay and lower ωn and the floor's cap."""
+    from robot_dynamics.experiment.settings import Settings, bandwidth, gains, loop_delay
+    from robot_dynamics.plant import load_sensor_profile
+
+    model = load_robot("puma560")
+    q0 = start_pose(model)
+    s = Settings(robot="puma560", out=Path("."), rate=1000.0)
+    assert loop_delay(1000.0) == 1e-3 and bandwidth(s, 1e-3) == 20.0
+    kp, kd = gains(model, q0, s)
+    from robot_dynamics.dynamics import inertia_matrix
+
+    diagonal = np.diag(inertia_matrix(model, q0))
+    expected = np.maximum(diagonal, np.minimum(0.1 * diagonal.max(), diagonal * 1000.0 / 80.0))  # the 1 kHz rule
+    np.testing.assert_allclose(kp, expected * 400.0, rtol=5e-3)
+    np.testing.assert_allclose(kd, expected * 40.0, rtol=5e-3)
+    slow = load_sensor_profile("industrial_125hz")  # 2 + 2 periods of 8 ms, a 10 Hz velocity filter
+    delay = loop_delay(125.0, slow)
+    assert delay == pytest.approx(5 * 0.008 + 0.004 + 1.0 / (2.0 * np.pi * 10.0))
+    wn = bandwidth(Settings(robot="puma560", out=Path("."), rate=125.0), delay)
+    assert wn == pytest.approx(0.25 / delay) and wn < 5.0
+    assert bandwidth(Settings(robot="puma560", out=Path("."), bandwidth=12.0), delay) == 12.0  # as given
+    kp_slow, kd_slow = gains(model, q0, Settings(robot="puma560", out=Path("."), rate=125.0), delay)
+    assert np.all(kd_slow * delay / diagonal <= 0.5 * 1.005)  # every joint within the phase budget
+    assert np.all(kp_slow < kp)
+
+
+def test_standstill_figures_of_a_known_signal() -> None:
+    """Torques of known sines on a 1 kHz stream: the standard deviation of the variation faster than 1 Hz
+    (a slow drift and a 0.5 Hz swing, the PD's settling, left out of it but not of the total) and the
+    share of its variance above 100 Hz (Parseval)."""
+    from robot_dynamics.experiment.standstill import standstill
+
+    stamps = np.arange(2000) * 1_000_000
+    t = stamps * 1e-9
+    settling = 0.5 * t + 0.2 * np.cos(2 * np.pi * 0.5 * t)  # cosines: no share in the straight-line trend
+    effort = np.stack(
+        [
+            3.0 + settling + 0.3 * np.sin(2 * np.pi * 10 * t),
+            0.4 * np.sin(2 * np.pi * 150 * t) + 0.3 * np.cos(2 * np.pi * 10 * t),
+        ],
+        axis=1,
+    )
+    commands = JointStateSeries("/c", ("joint1", "joint2"), stamps, stamps, effort * 0, effort * 0, effort)
+    truth = JointStateSeries("/t", ("joint1", "joint2"), stamps, stamps, effort * 1e-3, effort * 0, None)
+    held = standstill(commands, truth, 0, int(stamps[-1]), 1000.0)
+    assert held["samples"] == 2000 and held["slow_hz"] == 1.0
+    # rtol: the straight-line trend taken out also takes the sine's small share along a ramp (~0.1 %)
+    np.testing.assert_allclose(held["torque_std"], [0.3 / np.sqrt(2), 0.5 / np.sqrt(2)], rtol=3e-3)
+    np.testing.assert_allclose(held["torque_share_above"], [0.0, 0.16 / 0.25], atol=2e-3)
+    assert held["torque_std_total"][0] > 1.5 * held["torque_std"][0]  # the settling is in the total
+    np.testing.assert_allclose(held["position_std"], 1e-3 * np.array(held["torque_std_total"]), rtol=1e-9)
+    slow = standstill(commands, None, 0, int(stamps[-1]), 125.0)  # no frequency above 100 Hz at 125 Hz
+    assert slow["torque_share_above"] == [0.0, 0.0] and "position_std" not in slow
+
+
+def test_a_fit_s_efforts_are_its_model_s_inverse_dynamics() -> None:
+    """The torques of identified parameters that make a robot file equal that file's inverse dynamics
+    (the regressor is checked against the engine elsewhere); the offsets (sensor biases) are left out."""
+    from robot_dynamics.dynamics import inverse_dynamics
+    from robot_dynamics.experiment.motion import fitted_efforts
+    from robot_dynamics.identification.parameters import ParameterSet, apply_parameters, nominal_parameters
+
+    stock = load_robot("puma560")
+    pset = ParameterSet(coulomb_velocity=0.02)
+    theta = nominal_parameters(stock, pset) * np.random.default_rng(4).uniform(0.8, 1.2, pset.size(stock))
+    fitted = apply_parameters(stock, theta, pset, check=False)
+    fitted = fitted.with_changes(
+        joints=tuple(replace(j, friction=replace(j.friction, smoothing_velocity=0.02)) for j in fitted.joints)
+    )
+    motion = planned_motion(stock, start_pose(stock), duration=3.0, reach=0.4, seed=2)
+    expected = inverse_dynamics(
+        fitted,
+        motion.positions,
+        motion.velocities,
+        motion.accelerations,
+        friction=True,
+        smooth=True,
+        smooth_kind="tanh",
+    )
+    offsets = pset.layout(stock).joint_column["Fo"]
+    theta[offsets] = 5.0  # a bias of 5 N m per joint: not a torque the arm needs
+    np.testing.assert_allclose(fitted_efforts(stock, motion, theta, pset), expected, atol=1e-9)

@@ -3,17 +3,20 @@
   robot-dynamics closed-loop ROBOT --plant PLANT.yaml --out DIR [--mjcf FILE]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map TOPIC=MODEL ...]
       [--kp K ...] [--kd K ...] [--bandwidth WN] [--damping-ratio ZETA] [--inertia-floor F]
-      [--rate HZ] [--timestep S]
-      [--duration S] [--segment S] [--reach R] [--start Q ...] [--seed N]
+      [--rate HZ] [--timestep S] [--sensors PROFILE] [--sensor-overrides YAML] [--delay-compensation on|off|both]
+      [--duration S] [--segment S] [--reach R] [--start Q ...] [--seed N] [--hold S]
       [--excitation-duration S] [--harmonics K] [--excitation-option ARG ...] [--friction LAW]
       [--identify-option ARG ...]
-      [--cases A,B,B-exact,C,D] [--realtime] [--thread-priority P] [--no-limit-efforts] [--domain-id N] [--json]
+      [--cases A,B,B-exact,C,C-plain,D] [--realtime] [--thread-priority P] [--no-limit-efforts] [--domain-id N]
+      [--json]
 
 Runs the cases of :mod:`robot_dynamics.experiment` with :mod:`robot_dynamics.ros.closed_loop` (the
 simulator and the feed-forward node in processes of their own over DDS, lock-step simulated time) and
-writes DIR/report.md, report.json, tracking.png, the bags, the identified file and its report. Every
-input is checked before a node starts: bad input is one line ``robot-dynamics closed-loop: error: ...``
-and exit status 2.
+writes DIR/report.md, report.json, tracking.png, the bags, the identified file and its report. With
+``--sensors`` the simulator runs a real arm's sensors and actuators (docs/plant.md, "Sensors and
+actuators") at the profile's rate, the controller is told its delays, identify fits the measured
+recording and tracking is scored on the true state. Every input is checked before a node starts: bad
+input is one line ``robot-dynamics closed-loop: error: ...`` and exit status 2.
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ def register(sub: Any) -> None:
         "docs/plant.md), the simulator and the feed-forward node in processes of their own over DDS in lock-step "
         "simulated time, and the cases A PD only, B PD + the stock file's feed-forward, B-exact PD + the stock "
         "file's inverse dynamics as trajectory efforts, C excitation -> record -> identify -> PD + the identified "
-        "file's feed-forward, D PD + the plant's exact inverse dynamics (mj_inverse). Writes a table (report.md, "
-        "report.json), a plot (tracking.png), the bags of every case, the identified file and its report.",
+        "file's feed-forward, C-plain the same with a plain least-squares fit, D PD + the plant's exact inverse "
+        "dynamics (mj_inverse, through the drive). With --sensors, a real arm's sensors and actuators around the "
+        "plant; tracking scored on the true state. Writes a table (report.md, report.json), a plot (tracking.png), "
+        "the bags of every case, the identified file and its report.",
     )
     add_robot_options(p, positional=True, default=None)
     p.add_argument("--plant", default="", metavar="YAML", help="plant deviation file (docs/plant.md; default: none)")
@@ -51,9 +56,10 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--bandwidth",
         type=float,
-        default=20.0,
+        default=None,
         metavar="WN",
-        help="gains kp = D_ii wn^2, kd = 2 zeta wn D_ii at the start pose, rad/s (%(default)s)",
+        help="gains kp = D_ii wn^2, kd = 2 zeta wn D_ii at the start pose, rad/s (default: 20, at most "
+        "0.25 / (zeta L), L the loop's delay: one control period, with --sensors its delays and velocity filter's lag)",
     )
     p.add_argument("--damping-ratio", type=float, default=1.0, metavar="ZETA", help="(%(default)s)")
     p.add_argument(
@@ -63,8 +69,37 @@ def register(sub: Any) -> None:
         metavar="F",
         help="gains: D_ii no less than F times the largest, up to kd dt / D_ii = 0.5 (%(default)s; 0 = the plain rule)",
     )
-    p.add_argument("--rate", type=float, default=1000.0, metavar="HZ", help="control rate (%(default)s)")
+    p.add_argument(
+        "--rate", type=float, default=None, metavar="HZ", help="control rate (default: the sensor profile's, else 1000)"
+    )
     p.add_argument("--timestep", type=float, default=0.001, metavar="S", help="largest physics timestep (%(default)s)")
+    p.add_argument(
+        "--sensors",
+        default="",
+        metavar="PROFILE",
+        help="a real arm's sensors and actuators around the plant: a bundled profile (ur_e_series, franka, kuka_iiwa, "
+        "industrial_125hz, ideal) or a profile file (default: none, the plant's exact state)",
+    )
+    p.add_argument(
+        "--sensor-overrides",
+        default="",
+        metavar="YAML",
+        help="profile keys on top of --sensors: YAML text (e.g. '{seed: 3}') or a YAML file",
+    )
+    p.add_argument(
+        "--delay-compensation",
+        choices=("on", "off", "both"),
+        default="both",
+        help="the feed-forward node told the sensors' delays (measurement_delay, command_delay): on, off, or both "
+        "(every case also without, as <case>-uncomp; %(default)s)",
+    )
+    p.add_argument(
+        "--hold",
+        type=float,
+        default=3.0,
+        metavar="S",
+        help="s of standstill recorded after each motion: the commanded torque's noise at rest (%(default)s; 0 = none)",
+    )
     p.add_argument("--duration", type=float, default=10.0, metavar="S", help="tracked motion, s (%(default)s)")
     p.add_argument("--segment", type=float, default=1.5, metavar="S", help="s between its way points (%(default)s)")
     p.add_argument(
@@ -88,7 +123,7 @@ def register(sub: Any) -> None:
         "best on MuJoCo's frictionloss)",
     )
     p.add_argument("--identify-option", action="append", default=[], metavar="ARG", help="more arguments for identify")
-    p.add_argument("--cases", default="A,B,B-exact,C,D", help="which cases (%(default)s)")
+    p.add_argument("--cases", default="A,B,B-exact,C,C-plain,D", help="which cases (%(default)s)")
     p.add_argument(
         "--realtime",
         action="store_true",
@@ -120,17 +155,24 @@ def run_closed_loop(args: argparse.Namespace) -> int:
     from ..user_input import gains_error
 
     model = load_robot_from_args(args)
+    overrides = _overrides(args.sensor_overrides)
+    profile = _profile(args.sensors, overrides)
+    if args.rate is None:
+        args.rate = profile.rate if profile is not None and profile.rate is not None else 1000.0
     for option in (
         "rate",
         "timestep",
         "duration",
         "segment",
         "reach",
-        "bandwidth",
         "damping_ratio",
         "excitation_duration",
     ):
         _positive(getattr(args, option), "--" + option.replace("_", "-"))
+    if args.bandwidth is not None:
+        _positive(args.bandwidth, "--bandwidth")
+    if not (math.isfinite(args.hold) and args.hold >= 0.0):
+        raise RobotDynamicsError(f"--hold must be a finite number >= 0 s, got {args.hold}")
     if not 0.0 <= args.inertia_floor <= 1.0:
         raise RobotDynamicsError(f"--inertia-floor must be in [0, 1], got {args.inertia_floor}")
     if args.harmonics < 1:
@@ -182,6 +224,10 @@ def run_closed_loop(args: argparse.Namespace) -> int:
         friction_law=friction_law,
         identify_options=args.identify_option,
         cases=parse_cases(args.cases),
+        sensors=args.sensors,
+        sensor_overrides=overrides,
+        delay_compensation=args.delay_compensation,
+        hold=args.hold,
         realtime=args.realtime,
         thread_priority=args.thread_priority,
         limit_efforts=args.limit_efforts,
@@ -201,6 +247,30 @@ def run_closed_loop(args: argparse.Namespace) -> int:
         print(markdown(summary))
         print(f"wrote {Path(args.out) / 'report.md'}, report.json, tracking.png, bags/, identified.yaml")
     return 0
+
+
+def _overrides(text: str) -> str:
+    """``--sensor-overrides``: YAML text, or the text of a YAML file it names."""
+    path = Path(text)
+    if text and text.endswith((".yaml", ".yml")):
+        if not path.is_file():
+            raise RobotDynamicsError(f"--sensor-overrides {text}: no such file")
+        return path.read_text(encoding="utf-8")
+    return text
+
+
+def _profile(sensors: str, overrides: str) -> Any:
+    """The sensor profile the options name (None: no sensors), loaded as the simulator will load it: a bad
+    name, file or override is one line naming it."""
+    if not sensors and not overrides:
+        return None
+    from ..plant import load_sensor_profile
+
+    try:
+        return load_sensor_profile(sensors, overrides or None, label="--sensor-overrides")
+    except RobotDynamicsError as exc:
+        told = str(exc).startswith("--sensor-overrides")
+        raise RobotDynamicsError(str(exc) if told or not sensors else f"--sensors: {exc}") from None
 
 
 def _locks(args: argparse.Namespace) -> dict[str, float]:

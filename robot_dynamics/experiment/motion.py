@@ -16,8 +16,11 @@
   plan exactly; efforts attached to the points are interpolated linearly (a 10 ms step leaves ~1e-3 N m
   of the stock file's inverse dynamics out on these motions). A planner sends about as many points;
   one per control period (10 001 for 10 s at 1 kHz) took the node seconds to parse on a busy machine.
-* **Efforts** of the points: the stock file's inverse dynamics (a batch, :func:`model_efforts`) or the
-  plant's own exact inverse dynamics (:func:`plant_efforts`, MuJoCo's ``mj_inverse``).
+* **Efforts** of the points: the stock file's inverse dynamics (a batch, :func:`model_efforts`), a fit's
+  torques (:func:`fitted_efforts`: identified parameters that need not make a robot file) or the
+  plant's own exact inverse dynamics (:func:`plant_efforts`, MuJoCo's ``mj_inverse``) as the plant's drive
+  must be commanded to apply them: with a sensor profile, divided by each joint's torque-constant factor
+  ``1 + e_j`` (:class:`~robot_dynamics.plant.sensors.SensedPlant` applies ``(1 + e_j) u``).
 * :func:`first_contact`: whether the plant's links touch anywhere along a motion.
 """
 
@@ -32,6 +35,8 @@ import numpy as np
 
 from robot_dynamics.dynamics import inverse_dynamics
 from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.identification.parameters import ParameterSet
+from robot_dynamics.identification.regressor import fixed_torques, predict
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.trajectory import JointTrajectorySampler
 
@@ -185,11 +190,36 @@ class ExactPlant(Protocol):
     def contacts(self, q: FloatArray) -> list[tuple[str, str]]: ...
 
 
+def drive_factor(plant: object, dof: int) -> FloatArray:
+    """Per joint, the torque a plant's drive applies per unit commanded: ``1 + e_j``, ``e_j`` the motor's
+    torque-constant error of its sensor profile (:class:`~robot_dynamics.plant.sensors.SensedPlant`,
+    step 2: applied ``(1 + e_j) u (1 + a_j r_j)``); ones for a bare plant. The ripple ``a_j r_j``, a
+    function of the rotor angle hundreds of cycles per joint radian, is left out: no model holds it."""
+    sensors = getattr(plant, "sensors", None)
+    if sensors is None:
+        return np.ones(dof)
+    return 1.0 + np.asarray(sensors["actuator.constant_error"], dtype=np.float64)
+
+
 def plant_efforts(plant: ExactPlant, motion: Motion) -> FloatArray:
-    """The plant's exact inverse dynamics at every point (MuJoCo's ``mj_inverse`` takes one state per
-    call: one call per point, ~10 µs each)."""
+    """The plant's exact inverse dynamics at every point as its drive must be commanded to apply them:
+    ``mj_inverse / (1 + e)`` (:func:`drive_factor`; MuJoCo's ``mj_inverse`` takes one state per call: one
+    call per point, ~10 µs each)."""
     points = zip(motion.positions, motion.velocities, motion.accelerations, strict=True)
-    return np.array([plant.inverse_dynamics(q, qd, qdd) for q, qd, qdd in points])
+    torques = np.array([plant.inverse_dynamics(q, qd, qdd) for q, qd, qdd in points])
+    return torques / drive_factor(plant, torques.shape[1])
+
+
+def fitted_efforts(model: RobotModel, motion: Motion, theta: FloatArray, pset: ParameterSet) -> FloatArray:
+    """The torques of identified parameters ``theta`` (of ``pset``, fitted to ``model``'s regressor) at every
+    point: ``tau = tau_fixed + Y theta``, the part outside the set at the model's values
+    (:func:`~robot_dynamics.identification.regressor.fixed_torques`) plus the fitted part, the constant
+    offsets (sensor biases) left out as identify leaves them out of its model files."""
+    theta = np.array(theta, dtype=np.float64)
+    offsets = pset.layout(model).joint_column.get("Fo", np.zeros(0, dtype=np.intp))
+    theta[offsets[offsets >= 0]] = 0.0
+    q, qd, qdd = motion.positions, motion.velocities, motion.accelerations
+    return np.asarray(fixed_torques(model, q, qd, qdd, pset) + predict(model, q, qd, qdd, theta, pset))
 
 
 def first_contact(plant: ExactPlant, motion: Motion, every: float = 0.01) -> str | None:

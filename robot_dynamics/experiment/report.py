@@ -3,7 +3,9 @@
 * Tracking of each case is measured on its bag by :func:`robot_dynamics.bag.tracking.tracking` (the
   code of ``robot-dynamics tracking``): per joint RMS and max of ``q_d - q`` while the trajectory is
   active; the case's **RMS** is over every joint and sample (``sqrt(mean_j rms_j^2)``), its **max** the
-  largest ``|q_d - q|`` of any joint.
+  largest ``|q_d - q|`` of any joint. With a sensor profile ``q`` is the **true** position (the
+  simulator's ``~/true_joint_states``, :data:`TRUTH_TOPIC`): what the arm did, not what its sensors
+  said; the same figure of the measured state (what the controller saw) is reported beside it.
 * Loop health from each case's recording (:func:`loop_counters`): joint states without an answer (in
   lock-step: missed commands) and answers clamped to the effort limits; and from the simulator's
   diagnostics at the end of each run of the nodes: its missed and late commands in all (a reset makes
@@ -20,9 +22,14 @@
   samples whose desired speed is below :data:`REVERSAL_SPEED` and over the others — where friction is
   least a law of velocity (MuJoCo's friction loss is a soft constraint there) and an identified model
   differs most from the plant.
-* Parameters beside the plant's, and the base parameters: :mod:`robot_dynamics.experiment.parameters`.
+* Parameters beside the plant's, and the base parameters: :mod:`robot_dynamics.experiment.parameters`;
+  the standstill after each motion: :mod:`robot_dynamics.experiment.standstill`.
 
 Files: ``report.json``, ``report.md``, ``tracking.png`` (:func:`write`).
+
+The module is longer than 400 lines because the measures, the summary and the markdown read the same
+runs and summary, each figure written beside its place in the table (the standstill and the
+parameters, whole algorithms of their own, are apart).
 """
 
 from __future__ import annotations
@@ -42,9 +49,11 @@ from robot_dynamics.bag.tracking import Tracking, tracking
 from robot_dynamics.experiment.cases import RATIOS, Case
 from robot_dynamics.experiment.motion import Motion
 from robot_dynamics.experiment.parameters import base_parameter_lines
+from robot_dynamics.experiment.standstill import standstill_lines
 from robot_dynamics.model import FloatArray, RobotModel
 
 REVERSAL_SPEED = 0.05  # rad/s (m/s): a joint sample "near a reversal" below this desired speed
+TRUTH_TOPIC = "/simulator_node/true_joint_states"  # the simulator's truth beside its measured joint_states
 
 
 @dataclass
@@ -58,24 +67,33 @@ class Run:
     wall_s: float
     realtime: dict[str, Any] | None = None
     reversals: dict[str, float] | None = None  # the RMS near velocity reversals and elsewhere
+    measured: Tracking | None = None  # with sensors: the tracking of the measured state (``tracking``: the true)
+    standstill: dict[str, Any] | None = None  # the hold after the motion (:func:`standstill`)
 
     @property
     def rms(self) -> float:
-        return math.sqrt(float(np.mean(self.tracking.overall.position_rms**2)))
+        return rms_of(self.tracking)
 
     @property
     def max(self) -> float:
         return float(np.max(self.tracking.overall.position_max))
 
 
-def measure(model: RobotModel, case: Case, bag: Path, joint_map: Mapping[str, str], wall_s: float) -> Run:
-    """The tracking of the case's bag, read as ``robot-dynamics tracking BAG`` reads it, and its position
-    error split at the desired speed :data:`REVERSAL_SPEED` (:func:`reversal_split`)."""
-    inputs = read_inputs(bag, model, joint_map=joint_map, require_trajectory=True)
+def measure(
+    model: RobotModel, case: Case, bag: Path, joint_map: Mapping[str, str], wall_s: float, truth: bool = False
+) -> Run:
+    """The tracking of the case's bag, read as ``robot-dynamics tracking BAG`` reads it (``truth``: of the
+    true state, ``--joint-states`` :data:`TRUTH_TOPIC`, and of the measured one beside it), and its
+    position error split at the desired speed :data:`REVERSAL_SPEED` (:func:`reversal_split`)."""
+    topic = TRUTH_TOPIC if truth else "joint_states"
+    inputs = read_inputs(bag, model, joint_states=topic, joint_map=joint_map, require_trajectory=True)
     report = tracking(model, inputs.series, inputs.trajectories, bag=str(bag))
     run = Run(case, bag, report, {}, wall_s)
     if report.velocity_error is not None and inputs.series.velocity is not None:
         run.reversals = reversal_split(report.position_error, report.velocity_error + inputs.series.velocity)
+    if truth:
+        seen = read_inputs(bag, model, joint_map=joint_map, require_trajectory=True)
+        run.measured = tracking(model, seen.series, seen.trajectories, bag=str(bag))
     return run
 
 
@@ -120,13 +138,16 @@ def loop_counters(
     return out
 
 
-def late_activation(motion: Motion, commands: JointStateSeries, start: int, end: int) -> float | None:
+def late_activation(
+    motion: Motion, commands: JointStateSeries, start: int, end: int, measurement_delay_ns: int = 0
+) -> float | None:
     """None when every answer stamped in ``[start, end]`` ns carries the motion's desired position there
-    (the feed-forward node's ``feedforward/efforts`` carry the desired state they used); else how long
-    after ``start`` (s) the first answer that does not was stamped: the node got the motion late."""
+    (the feed-forward node's ``feedforward/efforts`` carry the desired state they compared the measurement
+    with: with a ``measurement_delay`` the one of that much earlier); else how long after ``start`` (s)
+    the first answer that does not was stamped: the node got the motion late."""
     inside = (commands.stamps >= start) & (commands.stamps <= end)
     stamps = commands.stamps[inside]
-    desired = motion.sampler().sample_many((stamps - start) * 1e-9).positions
+    desired = motion.sampler().sample_many((stamps - start - measurement_delay_ns) * 1e-9).positions
     off = np.abs(commands.position[inside] - desired).max(axis=1) > 1e-9 if stamps.size else np.zeros(0, bool)
     return float((stamps[off][0] - start) * 1e-9) if off.any() else None
 
@@ -182,9 +203,11 @@ def plant_timing(diagnostics: Mapping[str, str]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 # summary, markdown, plot
 # ------------------------------------------------------------------------------------------------
-def ratios(runs: Mapping[str, Run]) -> list[dict[str, Any]]:
+def ratios(runs: Mapping[str, Run], targets: Mapping[tuple[str, str], float | None] = RATIOS) -> list[dict[str, Any]]:
+    """Every ratio of ``targets`` whose two cases ran, with its target, whether it is met, and the same
+    ratio near velocity reversals and elsewhere."""
     out = []
-    for (a, b), target in RATIOS.items():
+    for (a, b), target in targets.items():
         if a in runs and b in runs:
             value = runs[a].rms / runs[b].rms if runs[b].rms > 0 else math.inf
             row: dict[str, Any] = {
@@ -208,15 +231,18 @@ def summarise(
     simulator: Mapping[str, Mapping[str, int]],
     elapsed_s: float,
     base_parameters: Mapping[str, Any] | None = None,
+    targets: Mapping[tuple[str, str], float | None] = RATIOS,
 ) -> dict[str, Any]:
-    """The JSON report (``base_parameters``: :func:`~robot_dynamics.experiment.parameters.base_parameter_summary`)."""
+    """The JSON report (``base_parameters``: :func:`~robot_dynamics.experiment.parameters.base_parameter_summary`;
+    ``targets``: the ratios reported, :func:`~robot_dynamics.experiment.cases.ratio_targets`)."""
     cases = {}
     for key, run in runs.items():
         cases[key] = {
             "title": run.case.title,
             "control_law": run.case.control_law,
             "feedforward_source": run.case.feedforward_source,
-            "robot_file": "identified" if run.case.identified else "stock",
+            "robot_file": run.case.robot_file,
+            "delays_compensated": run.case.compensate_delays,
             "bag": str(run.bag),
             "rms_position_error": run.rms,
             "max_position_error": run.max,
@@ -224,18 +250,34 @@ def summarise(
             "joints": run.tracking.overall.joints(run.tracking.joint_names),
             "counters": run.counters,
             "reversals": run.reversals,
+            **(
+                {}
+                if run.measured is None
+                else {
+                    "measured": {
+                        "rms_position_error": rms_of(run.measured),
+                        "max_position_error": float(np.max(run.measured.overall.position_max)),
+                    }
+                }
+            ),
+            **({"standstill": run.standstill} if run.standstill is not None else {}),
             "wall_s": run.wall_s,
             **({"realtime": run.realtime} if run.realtime is not None else {}),
         }
     return {
         "settings": dict(settings),
         "cases": cases,
-        "ratios": ratios(runs),
+        "ratios": ratios(runs, targets),
         "parameters": parameters,
         "base_parameters": None if base_parameters is None else dict(base_parameters),
         "simulator": dict(simulator),
         "elapsed_s": elapsed_s,
     }
+
+
+def rms_of(report: Tracking) -> float:
+    """The RMS of ``q_d - q`` over every joint and sample of a tracking report."""
+    return math.sqrt(float(np.mean(report.overall.position_rms**2)))
 
 
 def _g(value: float | None, digits: int = 3) -> str:
@@ -244,21 +286,36 @@ def _g(value: float | None, digits: int = 3) -> str:
 
 def markdown(summary: Mapping[str, Any]) -> str:
     s, cases = summary["settings"], summary["cases"]
+    sensed = any("measured" in c for c in cases.values())
     lines = [
         f"# Closed-loop experiment: {s['robot']}",
         "",
         f"Plant: MuJoCo, deviations `{s.get('plant') or 'none'}`; {s['rate']:g} Hz, lock-step simulated time "
         f"(real time for `-realtime` runs); gains kp {s['kp']}, kd {s['kd']}; start {s['start']}.",
+    ]
+    profile = s.get("sensor_profile")
+    if profile:
+        lines += [
+            "",
+            f"Sensors: profile `{profile['name']}` ({profile['description']}), measurement delay "
+            f"{profile['measurement_delay_s'] * 1e3:g} ms, command delay {profile['command_delay_s'] * 1e3:g} ms, "
+            f"torque constant factors 1 + e = {[round(v, 4) for v in profile['drive_factor']]}. The controller and "
+            "identify see the measured state; tracking is scored on the true state (the measured one beside it).",
+        ]
+    lines += [
         "",
         "## Tracking (position error q_d − q while the trajectory is active; rad, m for a prismatic joint)",
         "",
-        "| case | controller | RMS | max | joint states | unanswered | clamped | started again |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| case | controller | RMS | max | "
+        + ("measured RMS | " if sensed else "")
+        + "joint states | unanswered | clamped | started again |",
+        "|---|---|---:|---:|" + ("---:|" if sensed else "") + "---:|---:|---:|---:|",
     ]
     for key, c in cases.items():
         k = c["counters"]
+        seen = f"{c['measured']['rms_position_error']:.4g} | " if "measured" in c else ("– | " if sensed else "")
         lines.append(
-            f"| {key} | {c['title']} | {c['rms_position_error']:.4g} | {c['max_position_error']:.4g} | "
+            f"| {key} | {c['title']} | {c['rms_position_error']:.4g} | {c['max_position_error']:.4g} | {seen}"
             f"{k['joint_states']} | {k['unanswered']} | {k['clamped']} | {k.get('restarts', 0)} |"
         )
     for tag, values in summary.get("simulator", {}).items():
@@ -294,6 +351,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
             target = "" if r["target"] is None else f"≤ {r['target']:g}"
             split = " | ".join(f"{r[k]:.3g}" if k in r else "–" for k in ("near_reversals", "elsewhere"))
             lines.append(f"| {r['ratio']} | {r['value']:.3g} | {target} | {met} | {split} |")
+    lines += standstill_lines(cases)
     realtime = {k: c["realtime"] for k, c in cases.items() if "realtime" in c}
     if realtime:
         lines += [

@@ -4,10 +4,11 @@
   start it (``python -m robot_dynamics.ros.<node> --ros-args --params-file FILE -p ... -r ...``), its
   output in a log file; a node that stops (a FATAL start-up line) is reported with that line.
 * :func:`parameter_file`: a ``ros__parameters`` YAML file for one node.
-* :class:`ExperimentNode`: the experiment's own rclpy node. It records ``joint_states`` and the
-  controller's answers (``joint_commands``) with :class:`~robot_dynamics.ros.replay.Recorder` (raw
-  messages, receipt times on its clock: simulated time under ``use_sim_time``, as ``ros2 bag record``
-  would record them), publishes trajectories, sets the feed-forward node's parameters, resets the
+* :class:`ExperimentNode`: the experiment's own rclpy node. It records ``joint_states``, the
+  controller's answers (``joint_commands``) and, with a sensor profile, the simulator's truth
+  (``simulator_node/true_joint_states``) with :class:`~robot_dynamics.ros.replay.Recorder` (raw messages,
+  receipt times on its clock: simulated time under ``use_sim_time``, as ``ros2 bag record`` would record
+  them), publishes trajectories, sets the feed-forward node's parameters, resets the
   simulator and keeps the latest ``/diagnostics`` of every node. Service calls are sent again when no
   answer came (Fast DDS drops a response to a client it has not discovered yet; both services are
   idempotent).
@@ -151,6 +152,11 @@ def trajectory_message(motion: Motion, stamp_ns: int) -> JointTrajectory:
     return msg
 
 
+class ResetNotRecorded(ExperimentError):
+    """The simulator was reset but the recording lost its reset state: a recorder that fell behind a fast
+    loop on a busy machine loses the oldest states of the publisher's history (the case starts again)."""
+
+
 def wait_for(condition: Callable[[], bool], timeout: float, what: str, check: Callable[[], None] | None = None) -> None:
     """Poll ``condition`` (every 5 ms) until it holds; ``check`` raises on a failure meanwhile."""
     deadline = time.monotonic() + timeout
@@ -184,7 +190,9 @@ class StampedRecorder(Recorder):
 class ExperimentNode(Node):
     """Records, publishes trajectories, sets parameters, resets the simulator (module docstring)."""
 
-    def __init__(self, context: Context, *, sim_time: bool, check: Callable[[], None]) -> None:
+    def __init__(
+        self, context: Context, *, sim_time: bool, check: Callable[[], None], truth_topic: str | None = None
+    ) -> None:
         super().__init__(
             "closed_loop_experiment", context=context, parameter_overrides=[Parameter("use_sim_time", value=sim_time)]
         )
@@ -201,11 +209,14 @@ class ExperimentNode(Node):
         clock = self.get_clock()  # simulated time under lock-step (this node's /clock subscription)
         self.states = StampedRecorder(self.recording, "/joint_states", JOINT_STATE, clock)
         self.commands = StampedRecorder(self.recording, "/joint_commands", JOINT_STATE, clock)
+        # with sensors: the simulator's truth beside the measured joint states (what the arm really did)
+        self.truth = None if truth_topic is None else StampedRecorder(self.recording, truth_topic, JOINT_STATE, clock)
+        self.recorders = [r for r in (self.states, self.commands, self.truth) if r is not None]
         receipt_clock = not sim_time
 
         def take() -> None:
-            self.states.take_waiting(receipt_clock)
-            self.commands.take_waiting(receipt_clock)
+            for recorder in self.recorders:
+                recorder.take_waiting(receipt_clock)
 
         self._taker = PeriodicThread(RECORD_PERIOD_S, take, self._take_failed, "closed-loop-recording")
         self._taker.start()
@@ -297,9 +308,11 @@ class ExperimentNode(Node):
         The simulator publishes the reset state before it answers, so the recording holds it once it has
         caught up: wait for a state at exactly ``q`` with zero velocity, then for the recording to reach
         the clock at the answer, and take the last such state (a request sent again may have reset it
-        twice). Not the clock alone: on a busy machine this node's clock may trail the recording.
+        twice). Not the clock alone: on a busy machine this node's clock may trail the recording. With
+        the truth recorded (sensors: the measured position is quantized) the state is looked for there.
         """
         first = self.states.count
+        first_truth = 0 if self.truth is None else self.truth.count
         position = [] if q is None else [float(v) for v in q]
         request = ResetSimulation.Request(position=position, velocity=[0.0] * len(position))
         response = self._call(lambda: self.reset_client.call_async(request), "reset_simulation")
@@ -307,24 +320,25 @@ class ExperimentNode(Node):
             raise ExperimentError(f"reset_simulation failed: {response.message}")
         answered = int(self.get_clock().now().nanoseconds)  # /clock (lock-step) or the wall clock at the answer
         stamps = [-1]
-        seen = first
+        where = self.states if self.truth is None else self.truth
+        seen = first if self.truth is None else first_truth
 
         def found() -> bool:
             nonlocal seen
-            with self.states.lock:
-                fresh = self.states.data[seen:]
+            with where.lock:
+                fresh = where.data[seen:]
             seen += len(fresh)
             for raw in fresh:
                 msg = deserialize_message(raw, JointState)
                 if (not position or list(msg.position) == position) and not any(msg.velocity):
                     stamps.append(stamp_to_ns(msg.header.stamp))
-            return stamps[-1] >= 0 and self.states.newest >= answered
+            return stamps[-1] >= 0 and min(r.newest for r in (self.states, where)) >= answered
 
         try:
             wait_for(found, timeout, "the recording to reach the reset", self.check)
         except ExperimentError:
             if stamps[-1] < 0:
-                raise ExperimentError(
+                raise ResetNotRecorded(
                     "reset_simulation answered, but no joint state at the reset pose was recorded"
                 ) from None
             raise
@@ -336,22 +350,22 @@ class ExperimentNode(Node):
         self.trajectory_pub.publish(trajectory_message(motion, stamp_ns))
 
     def wait_recorded(self, t_ns: int, timeout: float) -> None:
-        """Until a joint state and an answer stamped ``t_ns`` or later are recorded."""
+        """Until a joint state and an answer (and the truth) stamped ``t_ns`` or later are recorded."""
         wait_for(
-            lambda: min(self.states.newest, self.commands.newest) >= t_ns,
+            lambda: min(r.newest for r in self.recorders) >= t_ns,
             timeout,
             f"joint states and answers up to {t_ns * 1e-9:.3f} s",
             self.check,
         )
 
-    def marks(self) -> tuple[int, int]:
-        return self.states.count, self.commands.count
+    def marks(self) -> tuple[int, ...]:
+        return tuple(r.count for r in self.recorders)
 
-    def since(self, marks: tuple[int, int], first_ns: int, last_ns: int) -> dict[str, RawTopic]:
-        """The joint states and answers recorded since ``marks`` (:meth:`marks`) whose header stamps lie
-        in ``[first_ns, last_ns]``."""
+    def since(self, marks: tuple[int, ...], first_ns: int, last_ns: int) -> dict[str, RawTopic]:
+        """The joint states, answers (and the truth) recorded since ``marks`` (:meth:`marks`) whose header
+        stamps lie in ``[first_ns, last_ns]``."""
         out = {}
-        for recorder, first in zip((self.states, self.commands), marks, strict=True):
+        for recorder, first in zip(self.recorders, marks, strict=True):
             with recorder.lock:
                 received, data = list(recorder.stamps[first:]), list(recorder.data[first:])
             raw = RawTopic(recorder.topic, recorder.msgtype, np.array(received, dtype=np.int64), data)
