@@ -1,23 +1,28 @@
-"""identify's defaults against plain weighted least squares, over rates, durations and sensor profiles.
+"""identify's defaults against plain weighted least squares, over rates, durations and real arms' sensors.
 
 Usage: ``.venv/bin/python bench/bench_identify_grid.py [--quick] [--robots ur5,panda] [--rates 30,125,500,1000]
-[--durations 20,60,600] [--profiles ideal,noisy] [--out DIR]``
+[--durations 20,60,600] [--profiles ideal,ur_e_series,franka,kuka_iiwa,industrial_125hz] [--out DIR] [--resume]``
 
-Plants: MuJoCo 1 kHz models of the UR5 and the Panda of example-robot-data (Panda: tip ``panda_hand_tcp``,
-fingers locked) that deviate from their stock URDFs as in ``config/plant_deviations.yaml`` (per-joint
-damping, Coulomb ``frictionloss``, armature; every moving link's mass and inertia × U[0.8, 1.2]), under
-PD + the stock file's feed-forward (``kp = 400 D_ii``, ``kd = 40 D_ii``) along sums of three sines per
-joint (0.1 Hz apart from joint to joint, ramped in and out). Each run lasts the cell's duration; it is
-measured through a sensor profile (:class:`SensedPlant` for the joint states the controller and the
-recording see, :func:`measure` for the efforts: the only places that know the profile, so that a sensor
-model can be put in their place), cut to the cell's rate (every k-th sample) and
-written as a bag; then ``identify`` with its defaults and ``identify --method plain`` on the same bag,
-the same held-out part (the last 30 %), and the same effort lag and acceleration estimate.
+Plants: MuJoCo models of the UR5 and the Panda of example-robot-data (Panda: tip ``panda_hand_tcp``, fingers
+locked) that deviate from their stock URDFs as in ``config/plant_deviations.yaml`` (per-joint damping,
+Coulomb ``frictionloss``, armature; every moving link's mass and inertia x U[0.8, 1.2]), physics at 1 kHz
+or finer, under PD + the stock file's feed-forward (``kp = 400 D_ii``, ``kd = 40 D_ii``) along sums of three
+sines per joint (ramped in and out). Each run lasts the cell's duration and is seen through a **sensor
+profile** of ``config/sensors`` (:class:`robot_dynamics.plant.SensedPlant`: quantized encoders, the driver's
+velocity estimate, motor-current or link-side torques with torque-constant, scale and offset errors, noise,
+ripple, drift, delays): the controller runs at the profile's rate on what the profile's driver publishes
+(``ideal``: the plant's exact state at 1 kHz), and the recording is what the arm publishes, every k-th
+sample to the cell's rate (a cell faster than the arm publishes is not run: "n/a"). The truth beside it
+scores the noise estimates: the profile's torque noise per joint.
 
-Printed per cell: the held-out torque RMS over every joint's held-out rows (pooled, N·m) of both, their
-ratio, what the defaults chose, the sensor-noise estimate against the true noise, and the time of each
-``identify``; then the median ratio over the cells. Targets: ratio ≤ 1.0 in every cell, ≤ 0.9 median.
-``--quick``: 20 s and 60 s at 30 and 125 Hz, both profiles, the UR5 only.
+Per cell, ``identify`` with its defaults and ``identify --method plain`` on the same bag, the same held-out
+part (the last 30 %), and the same effort lag and acceleration estimate. Printed: the held-out torque RMS
+over every joint's held-out rows (pooled, N·m) of both, their ratio, what the defaults chose, the residual
+sigma and the sensor-noise estimate as multiples of the true noise, and the CPU time of each ``identify``;
+then the median and worst ratio over the cells. Targets: ratio <= 1.0 in every cell, <= 0.9 median, the
+noise estimate within 20 % of the true noise. ``--quick``: 20 s and 60 s at 30 and 125 Hz, ideal and
+ur_e_series, the UR5 only. ``--resume``: keep the cells already in ``DIR/cells.json`` (a long grid can be
+stopped and continued); every cell is written there as soon as it is done.
 """
 
 from __future__ import annotations
@@ -25,12 +30,13 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +49,13 @@ sys.path.insert(0, str(REPO))
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.control import ControlLaw, Controller, ControlSettings  # noqa: E402
 from robot_dynamics.identification.pipeline import identify  # noqa: E402
-from robot_dynamics.plant import MujocoPlant, parse_deviations, plant_source  # noqa: E402
+from robot_dynamics.plant import (  # noqa: E402
+    MujocoPlant,
+    SensedPlant,
+    load_sensor_profile,
+    parse_deviations,
+    plant_source,
+)
 from robot_dynamics.plant.run import PlantRun, run_plant, write_run_bag  # noqa: E402
 from robot_dynamics.trajectory import JointTrajectorySampler  # noqa: E402
 
@@ -80,13 +92,8 @@ ROBOTS: dict[str, dict[str, Any]] = {
         },
     },
 }
-# sensor profiles: what :func:`measure` does to the plant's true signals
-PROFILES: dict[str, dict[str, float]] = {
-    "ideal": {},
-    # a 19-bit encoder, the driver's velocity the difference of the encoder over 1 ms, low-passed (5 ms),
-    # motor-current torque: torque constants +-5 %, 0.6 N m white noise, one 1 ms step late
-    "noisy": {"encoder_bits": 19, "velocity_tau": 0.005, "kt_error": 0.05, "torque_noise": 0.6, "delay_steps": 1},
-}
+PROFILES = ("ideal", "ur_e_series", "franka", "kuka_iiwa", "industrial_125hz")  # config/sensors
+IDEAL_RATE = 1000.0  # Hz: the control rate of a profile that states none (the ideal arm)
 
 
 def _controller(stock: rd.RobotModel, home: np.ndarray) -> Controller:
@@ -116,100 +123,50 @@ def motion(home: np.ndarray, duration: float, seed: int) -> JointTrajectorySampl
     return JointTrajectorySampler(t, q, qd, qdd)
 
 
-class SensedPlant:
-    """A plant as its controller sees it through a sensor ``profile`` (:data:`PROFILES`): a quantized
-    encoder, and the driver's velocity (the encoder's difference over a step, low-passed). The loop
-    reacts to the sensors' noise, as a real arm's does; ``q``, ``qd`` are what the driver reports."""
+@dataclass
+class Recording:
+    """What the arm of one profile published along one run, and the truth to score against."""
 
-    def __init__(self, plant: MujocoPlant, profile: dict[str, float]) -> None:
-        self.plant, self.profile = plant, profile
-        self.q_measured = self._encoder(plant.q)
-        self.qd_measured = np.array(plant.qd, dtype=float)
-
-    def _encoder(self, q: np.ndarray) -> np.ndarray:
-        if "encoder_bits" not in self.profile:
-            return np.array(q, dtype=float)
-        step = 2.0 * np.pi / 2 ** self.profile["encoder_bits"]
-        return np.asarray(np.round(q / step) * step)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.plant, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "external_wrench":
-            self.plant.external_wrench = value
-        else:
-            object.__setattr__(self, name, value)
-
-    @property
-    def q(self) -> np.ndarray:
-        return self.q_measured if self.profile else self.plant.q
-
-    @property
-    def qd(self) -> np.ndarray:
-        return self.qd_measured if self.profile else self.plant.qd
-
-    def step(self, tau: np.ndarray) -> None:
-        self.plant.step(tau)
-        if not self.profile:
-            return
-        q = self._encoder(self.plant.q)
-        h = self.plant.period
-        alpha = h / (self.profile["velocity_tau"] + h)
-        self.qd_measured = self.qd_measured + alpha * ((q - self.q_measured) / h - self.qd_measured)
-        self.q_measured = q
+    stock: rd.RobotModel
+    run: PlantRun  # q, qd, effort: the driver's; at the arm's rate
+    rate: float  # Hz: the arm's rate
+    true_noise: np.ndarray  # (n,) the profile's torque noise, N m
+    simulate_s: float  # CPU s
 
 
-def simulate(name: str, duration: float, profile: str, seed: int) -> tuple[rd.RobotModel, PlantRun]:
-    """The plant of ``name`` under PD + stock feed-forward along :func:`motion`, its joint states as the
-    driver of sensor ``profile`` reports them and its true joint torques."""
+def simulate(name: str, duration: float, profile: str, seed: int) -> Recording:
+    """The plant of ``name`` under PD + stock feed-forward along :func:`motion`, seen through sensor
+    ``profile`` at its rate: the joint states and efforts its driver publishes, and its true torque noise."""
+    began = time.process_time()
     spec = ROBOTS[name]
     urdf = str(ROBOTS_DIR / spec["urdf"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         stock = rd.load_robot(urdf, tip_link=spec["tip"], locked_joints=spec["locks"])
+    sensors = load_sensor_profile(profile)
+    rate = sensors.rate or IDEAL_RATE
     plant = MujocoPlant(
-        plant_source(urdf, None, spec["tip"], spec["locks"]), stock, 1e-3, parse_deviations(spec["plant"], name)
+        plant_source(urdf, None, spec["tip"], spec["locks"]), stock, 1.0 / rate, parse_deviations(spec["plant"], name)
     )
     plant.mjmodel.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    arm = SensedPlant(plant, sensors)
     home = np.asarray(spec["home"], dtype=float)
-    plant.reset(home, np.zeros(stock.dof))
-    sensed = SensedPlant(plant, PROFILES[profile])
-    trajectory = motion(home, duration, seed)
-    run = run_plant(sensed, _controller(stock, home), duration + 0.4, trajectory=trajectory, trajectory_start=0.2)  # type: ignore[arg-type]
-    return stock, run
-
-
-def measure(run: PlantRun, profile: str, seed: int) -> tuple[PlantRun, np.ndarray]:
-    """The efforts a driver of sensor ``profile`` (:data:`PROFILES`) reports for the run's true joint
-    torques (its joint states are already the driver's: :class:`SensedPlant`), and the true torque noise
-    per joint (standard deviation)."""
-    p = PROFILES[profile]
-    n = run.q.shape[1]
-    if not p:
-        return run, np.zeros(n)
-    rng = np.random.default_rng(seed)
-    kt = 1.0 + rng.uniform(-p["kt_error"], p["kt_error"], n)
-    d = int(p["delay_steps"])
-    effort = np.vstack([np.repeat(run.effort[:1], d, axis=0), run.effort[: len(run.effort) - d]]) if d else run.effort
-    noise = np.full(n, p["torque_noise"])
-    effort = kt * effort + rng.normal(0.0, 1.0, effort.shape) * noise
-    return replace(run, effort=effort), noise
+    arm.reset(home, np.zeros(stock.dof))
+    run = run_plant(arm, _controller(stock, home), duration + 0.4, trajectory=motion(home, duration, seed), trajectory_start=0.2)
+    noise = np.asarray(arm.sensors.values["torque.noise"], dtype=float)
+    return Recording(stock, run, rate, noise, time.process_time() - began)
 
 
 def at_rate(run: PlantRun, rate: float) -> PlantRun:
-    k = max(1, round(1.0 / (rate * float(run.t[1] - run.t[0]))))
-    return replace(
-        run,
-        t=run.t[::k],
-        q=run.q[::k],
-        qd=run.qd[::k],
-        effort=run.effort[::k],
-        q_desired=run.q_desired[::k],
-        wrench=run.wrench[::k],
-        tau_ext=run.tau_ext[::k],
-        contacts=run.contacts[::k],
-    )
+    """Every k-th sample of ``run`` (``k`` the nearest whole number of the run's periods per ``1 / rate``)."""
+    k = max(1, round(1.0 / (rate * run.period)))
+    steps = run.t.size
+    cut = {
+        f.name: getattr(run, f.name)[::k]
+        for f in fields(run)
+        if isinstance(getattr(run, f.name), np.ndarray) and getattr(run, f.name).shape[:1] == (steps,)
+    }
+    return replace(run, period=run.period * k, **cut)
 
 
 def pooled(result: Any) -> float:
@@ -219,80 +176,101 @@ def pooled(result: Any) -> float:
 
 
 def cell(stock: rd.RobotModel, bag: Path) -> dict[str, Any]:
-    began = time.perf_counter()
+    """identify's defaults and plain least squares on ``bag``: held-out RMS, choice, noise estimates, CPU s."""
+    began = time.process_time()
     default = identify(str(bag), stock, jobs=1, compare_friction=False)
-    t_default = time.perf_counter() - began
-    began = time.perf_counter()
+    t_default = time.process_time() - began
+    began = time.process_time()
     plain = identify(str(bag), stock, jobs=1, method="plain", sensor_noise_estimate=False)
-    t_plain = time.perf_counter() - began
+    t_plain = time.process_time() - began
     choice = default.choice
     return {
         "default": pooled(default),
         "plain": pooled(plain),
         "chosen": None if choice is None else choice.chosen.as_dict(stock.joint_names),
+        "chosen_label": None if choice is None else f"{choice.chosen.label()}, {choice.chosen.window_s} s",
+        "candidates": 0 if choice is None else len(choice.candidates),
         "sigma": default.noise_std.tolist(),
         "sensor_noise": None if default.sensor_noise is None else default.sensor_noise.tolist(),
-        "time_default_s": t_default,
-        "time_plain_s": t_plain,
+        "states": int(sum(b.messages for b in default.bags)),
+        "cpu_default_s": t_default,
+        "cpu_plain_s": t_plain,
         "choice_s": default.elapsed.get("choice_s"),
     }
 
 
+def _ratios(estimate: list[float] | None, truth: list[float]) -> str:
+    if estimate is None or not any(truth):
+        return "-"
+    r = np.asarray(estimate) / np.asarray(truth)
+    return f"{r.min():.2f}-{r.max():.2f}"
+
+
+def _key(r: dict[str, Any]) -> tuple[str, float, float, str]:
+    return (r["robot"], float(r["duration"]), float(r["rate"]), r["profile"])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="UR5, 20 and 60 s, 30 and 125 Hz, both profiles")
+    ap.add_argument("--quick", action="store_true", help="UR5, 20 and 60 s, 30 and 125 Hz, ideal and ur_e_series")
     ap.add_argument("--robots", default="ur5,panda")
     ap.add_argument("--rates", default="30,125,500,1000")
     ap.add_argument("--durations", default="20,60,600")
-    ap.add_argument("--profiles", default="ideal,noisy")
+    ap.add_argument("--profiles", default=",".join(PROFILES))
     ap.add_argument("--out", default=None, help="directory for the bags and cells.json (default: a temporary one)")
+    ap.add_argument("--resume", action="store_true", help="keep the cells already in OUT/cells.json")
+    ap.add_argument("--keep-bags", action="store_true", help="keep each cell's bag in OUT (default: deleted)")
     args = ap.parse_args()
     if args.quick:
-        args.robots, args.rates, args.durations = "ur5", "30,125", "20,60"
+        args.robots, args.rates, args.durations, args.profiles = "ur5", "30,125", "20,60", "ideal,ur_e_series"
     robots = args.robots.split(",")
     rates = [float(v) for v in args.rates.split(",")]
     durations = [float(v) for v in args.durations.split(",")]
     profiles = args.profiles.split(",")
     out = Path(args.out or tempfile.mkdtemp(prefix="identify_grid_"))
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    print(f"{'robot':<6}{'dur s':>6}{'Hz':>6} {'profile':<7}{'defaults':>10}{'plain':>10}{'ratio':>7}  chosen")
+    store = out / "cells.json"
+    rows: list[dict[str, Any]] = json.loads(store.read_text()) if args.resume and store.exists() else []
+    done = {_key(r) for r in rows}
+    print(
+        f"{'robot':<6}{'dur s':>6}{'Hz':>6} {'profile':<17}{'defaults':>9}{'plain':>9}{'ratio':>7}"
+        f"{'sigma/true':>11}{'sensor/true':>12}{'CPU s':>14}  chosen"
+    )
     for name in robots:
         for duration in durations:
             for profile in profiles:
-                began = time.perf_counter()
-                stock, run = simulate(name, duration, profile, seed=1)
-                sim_s = time.perf_counter() - began
-                measured, noise = measure(run, profile, seed=2)
-                for rate in rates:
+                wanted = [rate for rate in rates if (name, duration, rate, profile) not in done]
+                if not wanted:
+                    continue
+                rec = simulate(name, duration, profile, seed=1)
+                for rate in wanted:
+                    if rate > rec.rate * 1.001:
+                        print(f"{name:<6}{duration:6g}{rate:6g} {profile:<17} n/a: the arm publishes at {rec.rate:g} Hz")
+                        continue
                     bag = out / f"{name}_{duration:g}s_{rate:g}Hz_{profile}"
-                    write_run_bag(bag, at_rate(measured, rate), overwrite=True)
-                    r = cell(stock, bag)
-                    r.update(robot=name, duration=duration, rate=rate, profile=profile, simulate_s=sim_s)
-                    r["true_noise"] = noise.tolist()
+                    write_run_bag(bag, at_rate(rec.run, rate), overwrite=True)
+                    r = cell(rec.stock, bag)
+                    if not args.keep_bags:
+                        shutil.rmtree(bag, ignore_errors=True)
+                    r.update(robot=name, duration=duration, rate=rate, profile=profile, simulate_cpu_s=rec.simulate_s)
+                    r["true_noise"] = rec.true_noise.tolist()
                     r["ratio"] = r["default"] / r["plain"]
                     rows.append(r)
-                    c = r["chosen"] or {}
-                    chosen = (
-                        f"cut {'/'.join(f'{v:g}' for v in c.get('reversal_velocity', []))}, band "
-                        f"{'on' if c.get('stick_band') else 'off'}, {c.get('friction')}, {c.get('fit')}, "
-                        f"{c.get('window_s')} s"
-                    )
-                    sn = r["sensor_noise"]
+                    store.write_text(json.dumps(rows, indent=1))
                     print(
-                        f"{name:<6}{duration:6g}{rate:6g} {profile:<7}{r['default']:10.4f}{r['plain']:10.4f}"
-                        f"{r['ratio']:7.3f}  {chosen}; sigma {np.round(r['sigma'], 3).tolist()}, sensor "
-                        f"{None if sn is None else np.round(sn, 3).tolist()} (true {noise[0]:g}); "
-                        f"{r['time_default_s']:.1f} s (choice {r['choice_s'] or 0:.1f} s) vs {r['time_plain_s']:.1f} s",
+                        f"{name:<6}{duration:6g}{rate:6g} {profile:<17}{r['default']:9.4f}{r['plain']:9.4f}"
+                        f"{r['ratio']:7.3f}{_ratios(r['sigma'], r['true_noise']):>11}"
+                        f"{_ratios(r['sensor_noise'], r['true_noise']):>12}"
+                        f"{r['cpu_default_s']:8.1f}/{r['cpu_plain_s']:<5.1f}  {r['chosen_label']}",
                         flush=True,
                     )
     ratios = [r["ratio"] for r in rows]
-    print(
-        f"cells {len(rows)}: median ratio {statistics.median(ratios):.3f} (target <= 0.9), worst {max(ratios):.3f} "
-        f"(target <= 1.0); cells above 1.0: {sum(v > 1.0 for v in ratios)}"
-    )
-    (out / "cells.json").write_text(json.dumps(rows, indent=1))
-    print(f"wrote {out / 'cells.json'}")
+    if ratios:
+        print(
+            f"cells {len(rows)}: median ratio {statistics.median(ratios):.3f} (target <= 0.9), worst "
+            f"{max(ratios):.3f} (target <= 1.0); cells above 1.0: {sum(v > 1.0 for v in ratios)}"
+        )
+    print(f"wrote {store}")
     return 0
 
 
