@@ -152,7 +152,8 @@ def simulate(name: str, duration: float, profile: str, seed: int) -> Recording:
     arm = SensedPlant(plant, sensors)
     home = np.asarray(spec["home"], dtype=float)
     arm.reset(home, np.zeros(stock.dof))
-    run = run_plant(arm, _controller(stock, home), duration + 0.4, trajectory=motion(home, duration, seed), trajectory_start=0.2)
+    control = _controller(stock, home)
+    run = run_plant(arm, control, duration + 0.4, trajectory=motion(home, duration, seed), trajectory_start=0.2)
     noise = np.asarray(arm.sensors.values["torque.noise"], dtype=float)
     return Recording(stock, run, rate, noise, time.process_time() - began)
 
@@ -245,7 +246,7 @@ def main() -> int:
                 rec = simulate(name, duration, profile, seed=1)
                 for rate in wanted:
                     if rate > rec.rate * 1.001:
-                        print(f"{name:<6}{duration:6g}{rate:6g} {profile:<17} n/a: the arm publishes at {rec.rate:g} Hz")
+                        print(f"{name:<6}{duration:6g}{rate:6g} {profile:<17} n/a: the arm publishes at {rec.rate:g}")
                         continue
                     bag = out / f"{name}_{duration:g}s_{rate:g}Hz_{profile}"
                     write_run_bag(bag, at_rate(rec.run, rate), overwrite=True)
