@@ -39,6 +39,7 @@ ROBOT_COMMANDS = {
     "excitation": ["excitation", "{robot}", "--duration", "2", "--harmonics", "1", "--out", "{tmp}/traj.yaml"],
     "contact": ["contact", "{bag}", "--robot", "{robot}"],
     "closed-loop": ["closed-loop", "{robot}", "--out", "{tmp}/closed_loop"],
+    "collision": ["collision", "{robot}", "--obstacles", "{tmp}/t.yaml", "--out", "{tmp}/c", "--start", "0"],
 }
 
 BAD_ROBOTS = {
