@@ -132,12 +132,19 @@ def reduced_pinocchio(full: object, model: RobotModel, lock_q: np.ndarray | None
 
 
 def compare_with_pinocchio(
-    model: RobotModel, full: object, states: int, seed: int = 0, lock_q: np.ndarray | None = None
+    model: RobotModel,
+    full: object,
+    states: int,
+    seed: int = 0,
+    lock_q: np.ndarray | None = None,
+    backend: str | None = None,
 ) -> tuple[float, float]:
     """Max relative errors of RNEA and CRBA between the model and Pinocchio.
 
     The model side is computed twice: by the reference Newton-Euler above one state at a time, and
-    by the engine (``robot_dynamics.dynamics``, batched, rigid body only). Errors are relative to
+    by the engine (``robot_dynamics.dynamics``, batched, rigid body only, on ``backend``: ``"python"``
+    where the model is what is checked and compiling it would cost more than the check; the compiled
+    backend equals the Python one in test_engine_native.py). Errors are relative to
     ``max(1, max |reference|)`` per state.
     """
     import pinocchio as pin
@@ -148,8 +155,8 @@ def compare_with_pinocchio(
     rng = np.random.default_rng(seed)
     q = rng.uniform(-math.pi, math.pi, (states, model.dof))
     qd, qdd = rng.normal(size=q.shape), rng.normal(size=q.shape)
-    tau_engine = inverse_dynamics(model, q, qd, qdd, friction=False, motor_inertia=False)
-    m_engine = inertia_matrix(model, q, motor_inertia=False)
+    tau_engine = inverse_dynamics(model, q, qd, qdd, friction=False, motor_inertia=False, backend=backend)
+    m_engine = inertia_matrix(model, q, motor_inertia=False, backend=backend)
     err_tau = err_m = 0.0
     for k in range(states):
         qp = pinocchio_q(reduced, q[k])

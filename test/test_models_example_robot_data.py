@@ -205,7 +205,9 @@ def test_loads_with_the_table_options_and_agrees_with_pinocchio(file: str) -> No
             q[joint.idx_q] = positions[name]
         elif joint.nq == 2:  # continuous: (cos, sin)
             q[joint.idx_q : joint.idx_q + 2] = (math.cos(positions[name]), math.sin(positions[name]))
-    err_tau, err_m = compare_with_pinocchio(model, full, states=STATES, seed=len(file), lock_q=q)
+    # the model is what is checked here: the engine's Python backend (compiling 60 models would cost
+    # four fifths of the test; the compiled backend is checked against it in test_engine_native.py)
+    err_tau, err_m = compare_with_pinocchio(model, full, states=STATES, seed=len(file), lock_q=q, backend="python")
     assert err_tau < TOLERANCE, err_tau
     assert err_m < TOLERANCE, err_m
 
