@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Callable
+from pathlib import Path
 
 from ..model import RobotModel
 from ..models.robots import DEFAULT_ROBOT, load_robot
@@ -73,6 +75,22 @@ def add_robot_options(
             default=[],
             help="a joint's name in the bag/on the topic and its name in the model; repeatable",
         )
+
+
+def narrator(json_out: bool) -> Callable[[str], None]:
+    """Where an experiment command narrates its progress: standard error when standard output carries
+    its JSON report, else standard output."""
+    stream = sys.stderr if json_out else sys.stdout
+    return lambda text: print(text, file=stream, flush=True)
+
+
+def print_report(json_out: bool, out: str, markdown: Callable[[], str], wrote: str) -> None:
+    """An experiment command's report: ``out/report.json`` as written, or the Markdown and what was written."""
+    if json_out:
+        print((Path(out) / "report.json").read_text(), end="")
+    else:
+        print(markdown())
+        print(f"wrote {Path(out) / 'report.md'}, {wrote}")
 
 
 def print_warning(command: str, text: object) -> None:

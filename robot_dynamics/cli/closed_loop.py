@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import RobotDynamicsError
-from ._options import add_robot_options, joint_map_from_args, load_robot_from_args
+from ._options import add_robot_options, joint_map_from_args, load_robot_from_args, narrator, print_report
 from .dynamics import parse_vector
 
 
@@ -233,19 +232,12 @@ def run_closed_loop(args: argparse.Namespace) -> int:
         limit_efforts=args.limit_efforts,
         domain_id=args.domain_id,
     )
-    say = (
-        (lambda text: print(text, file=sys.stderr, flush=True)) if args.json else (lambda text: print(text, flush=True))
-    )
-    experiment = Experiment(settings, model, say)
+    experiment = Experiment(settings, model, narrator(args.json))
     experiment.prepare()  # the plant compiled, the motion planned and checked: before any node starts
     summary = experiment.run()
-    if args.json:
-        print((Path(args.out) / "report.json").read_text(), end="")
-    else:
-        from ..experiment.report import markdown
+    from ..experiment.report import markdown
 
-        print(markdown(summary))
-        print(f"wrote {Path(args.out) / 'report.md'}, report.json, tracking.png, bags/, identified.yaml")
+    print_report(args.json, args.out, lambda: markdown(summary), "report.json, tracking.png, bags/, identified.yaml")
     return 0
 
 

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import RobotDynamicsError
-from ._options import add_robot_options, joint_map_from_args, load_robot_from_args
+from ._options import add_robot_options, joint_map_from_args, load_robot_from_args, narrator, print_report
 from .dynamics import parse_vector
 
 
@@ -179,17 +178,10 @@ def run_collision(args: argparse.Namespace) -> int:
         free_duration=args.free_duration,
         margin=args.margin,
     )
-    say = (
-        (lambda text: print(text, file=sys.stderr, flush=True)) if args.json else (lambda text: print(text, flush=True))
-    )
-    case = CollisionCase(settings, model, say)
+    case = CollisionCase(settings, model, narrator(args.json))
     case.prepare()  # the plant compiled, the motions planned and checked: before any node starts
     summary = case.run()
-    if args.json:
-        print((Path(args.out) / "report.json").read_text(), end="")
-    else:
-        from ..collision.report import markdown
+    from ..collision.report import markdown
 
-        print(markdown(summary))
-        print(f"wrote {Path(args.out) / 'report.md'}, report.json, force.png, bags/")
+    print_report(args.json, args.out, lambda: markdown(summary), "report.json, force.png, bags/")
     return 0
