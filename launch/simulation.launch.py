@@ -14,7 +14,9 @@ URDF) is published for RViz (checked to be installed before any node starts), an
 it from the ``robot_description`` topic (``use_robot_description_topic:=true``). ``engine:=mujoco``
 (+ ``plant_deviations`` or ``mjcf``) simulates on MuJoCo; ``torque_sensing:=link`` publishes what
 link-side joint torque sensors read (after the joints' friction) as the effort; ``lockstep:=true`` (with
-``use_sim_time:=true``) makes the simulator the clock, stepping once per answered state.
+``use_sim_time:=true``) makes the simulator the clock, stepping once per answered state (with
+``contact:=true`` once the contact node has answered it too, so its collision events come before the
+next state).
 
 Every node is required (see ``dynamics.launch.py``). Without launch_ros:
 ``robot_dynamics_bringup --simulator`` with the same ``NAME:=VALUE`` arguments.

@@ -171,3 +171,43 @@ def test_lockstep_pace_caps_simulated_time_by_the_wall_clock_without_bursts() ->
     assert clock.pace(0.5) == pytest.approx(0.020)  # ... the next when two periods' pace have passed
     # and back to no limit
     assert clock.pace(0.0) == 0.0 and clock._pace is None
+
+
+def test_lockstep_observers_join_hold_the_step_and_leave_after_a_miss() -> None:
+    """An observer is waited for once it has answered a state; one that misses a step is counted and no
+    longer waited for until it answers again; a reset's new stamp counts nothing."""
+    wall = [10.0]
+    clock = LockstepClock(1_000_000, clock=lambda: wall[0], observers=("contact",))
+    t0 = clock.now_ns
+    clock.published()
+    assert clock.answers(t0) and clock.ready  # not joined yet: the command alone steps
+    clock.step(True)
+    clock.published()
+    clock.observe("contact", t0)  # an answer to an older state: joins, does not answer this one
+    assert clock.joined["contact"] and "contact" not in clock.observed
+    assert clock.answers(None) and not clock.ready  # the command has come, the observer not yet
+    clock.observe("contact", clock.now_ns)
+    assert clock.ready
+    clock.step(True)
+    clock.published()
+    clock.observe("contact", clock.now_ns)  # before the command this time
+    assert not clock.ready and clock.answers(clock.now_ns) and clock.ready
+    clock.step(True)
+    clock.published()
+    assert clock.answers(clock.now_ns) and not clock.ready
+    wall[0] += 2.0
+    assert clock.overdue(1.0)
+    clock.step(clock.answered)  # the simulator steps without the observer: counted, it leaves
+    assert clock.observer_missed == {"contact": 1} and not clock.joined["contact"] and clock.missed == 0
+    clock.published()
+    assert clock.answers(clock.now_ns) and clock.ready  # no longer waited for
+    clock.step(True)
+    clock.published()
+    clock.observe("contact", clock.now_ns)  # back: waited for again
+    clock.restamp()  # a reset: a new stamp, nothing counted, every answer awaited afresh
+    clock.published()
+    assert clock.observer_missed == {"contact": 1} and clock.joined["contact"]
+    assert clock.answers(clock.now_ns) and not clock.ready
+    values = dict(clock.diagnostic_values())
+    assert values["observer_missed[contact]"] == "1" and values["observer_joined[contact]"] == "true"
+    assert LockstepClock(1_000_000).diagnostic_values()[-1][0] == "late_commands"  # no observers: as before

@@ -63,7 +63,8 @@ def test_the_contact_node_detects_a_push_on_the_lockstep_simulator(
         )
     )
     wait_until(lambda: events.subscription.get_publisher_count() >= 1, "the collision publisher")
-    sim = start_simulator(context, spinner, ns)
+    # the steps wait for the contact node's answer too (lockstep_observers), as the collision case runs it
+    sim = start_simulator(context, spinner, ns, lockstep_observers=["contact_node/external_torque"])
     wait_until(lambda: controller.answers() >= 1, "the first answer")
     sim.set_parameters([Parameter("lockstep_timeout", value=10.0)])
     wait_until(lambda: contact.observer is not None and contact.observer.samples >= 100, "0.1 s of observer")
@@ -79,3 +80,4 @@ def test_the_contact_node_detects_a_push_on_the_lockstep_simulator(
     assert stamps and min(stamps) >= PUSH_NS and min(stamps) - PUSH_NS <= 10_000_000, stamps
     assert {e.joint for e in raised} <= {"shoulder_lift_joint", "elbow_joint", "wrist_1_joint"}
     assert contact.observer is not None and contact.observer.samples >= 200 and contact.resets == 0
+    assert dict(sim.diagnostic_values())["observer_joined[contact_node/external_torque]"] == "true"

@@ -144,6 +144,10 @@ def test_the_simulators_plant_and_lockstep_arguments(tmp_path: Path) -> None:
         "lockstep": True,
     }
     assert simulation_nodes({})[0].parameters == [default_params_file()]  # not given: the file decides
+    # with the contact node in lock-step, each step waits for its answer too (its events come first)
+    given = {"lockstep": "true", "use_sim_time": "true", "contact": "true"}
+    assert simulation_nodes(given)[0].parameters[1]["lockstep_observers"] == ["contact_node/external_torque"]
+    assert "lockstep_observers" not in simulation_nodes({**given, "lockstep": "false"})[0].parameters[1]
     ff = dynamics_nodes({"use_sim_time": "true"})[0]
     assert "engine" not in ff.parameters[1]  # plant parameters only for the simulator
     for given, message in (

@@ -334,6 +334,81 @@ def test_a_reset_in_lockstep_gets_a_stamp_of_its_own(context: Any, ur5: Any) -> 
         sim.destroy_node()
 
 
+def test_a_lockstep_observer_holds_each_step_once_it_has_answered(context: Any, ur5: Any) -> None:
+    """``lockstep_observers``: a node that answers the states without commanding (the contact node) is
+    waited for once it has answered; a missing answer costs one ``lockstep_timeout``, is counted, and the
+    observer is not waited for again until it answers. The handlers are called directly (no spinning):
+    the order of command and observer answers is the test's."""
+    from rclpy.serialization import serialize_message
+
+    topic = "contact_node/external_torque"
+    sim = SimulatorNode(
+        namespace="/plant_observer",
+        context=context,
+        parameter_overrides=[
+            Parameter(k, value=v)
+            for k, v in {"robot_config": UR5, "engine": "mujoco", "lockstep": True, "rate": 1000.0}.items()
+        ]
+        + [
+            Parameter("backend", value="python"),
+            Parameter("initial_position", value=START.tolist()),
+            Parameter("lockstep_observers", value=[topic]),
+        ],
+    )
+    try:
+        gravity = rd.gravity_torques(ur5, START)
+
+        def answer(stamp: int) -> None:
+            msg = JointState(name=ur5.joint_names, effort=gravity.tolist())
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+            sim._on_joint_command(msg)
+
+        def observe(stamp: int) -> None:
+            msg = JointState(name=ur5.joint_names, effort=[0.0] * 6)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+            sim._on_observer(topic, serialize_message(msg))
+
+        t0 = 1_000_000_000
+        sim._lockstep_watch()  # the first state, t_0
+        answer(t0)  # the observer has not answered yet: the command alone steps
+        assert sim.clock.now_ns == t0 + PERIOD_NS
+        observe(t0)  # its (late) answer to t_0: it joins
+        answer(t0 + PERIOD_NS)
+        assert sim.clock.now_ns == t0 + PERIOD_NS and sim.steps == 1  # held for the observer
+        observe(t0 + PERIOD_NS)
+        assert sim.clock.now_ns == t0 + 2 * PERIOD_NS and sim.steps == 2
+        observe(t0 + 2 * PERIOD_NS)  # the observer first, then the command
+        assert sim.steps == 2
+        answer(t0 + 2 * PERIOD_NS)
+        assert sim.clock.now_ns == t0 + 3 * PERIOD_NS and sim.steps == 3
+        answer(t0 + 3 * PERIOD_NS)  # the observer stops answering: the step waits for lockstep_timeout
+        sim._lockstep_watch()
+        assert sim.steps == 3
+        assert sim.set_parameters([Parameter("lockstep_timeout", value=0.001)])[0].successful
+        time.sleep(0.01)
+        sim._lockstep_watch()
+        assert sim.steps == 4 and sim.clock.missed == 0  # the command was there: only the observer missed
+        values = dict(sim.diagnostic_values())
+        assert values[f"observer_missed[{topic}]"] == "1" and values[f"observer_joined[{topic}]"] == "false"
+        answer(t0 + 4 * PERIOD_NS)  # not waited for any more
+        assert sim.steps == 5
+        sim._on_observer(topic, b"\x00\x01")
+        assert sim.stats.rejected_by_reason == {topic: 1} and sim.steps == 5  # refused, nothing else
+    finally:
+        sim.destroy_node()
+
+    with pytest.raises(StartupError, match="lockstep_observers needs lockstep: true"):
+        SimulatorNode(
+            namespace="/plant_observer_rt",
+            context=context,
+            parameter_overrides=[
+                Parameter("robot_config", value=UR5),
+                Parameter("backend", value="python"),
+                Parameter("lockstep_observers", value=[topic]),
+            ],
+        )
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [

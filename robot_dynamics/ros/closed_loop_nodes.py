@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -47,6 +46,7 @@ from robot_dynamics.experiment.motion import ExperimentError, Motion
 from robot_dynamics.ros.messages import DATA_QOS, diagnostic_dict, ns_to_stamp, stamp_to_ns
 from robot_dynamics.ros.realtime import PeriodicThread
 from robot_dynamics.ros.replay import Recorder
+from robot_dynamics.ros.serialized import header_stamp
 
 ResetSimulation: Any = import_module("robot_dynamics_interfaces.srv").ResetSimulation
 
@@ -166,13 +166,6 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str, check: Ca
         if time.monotonic() > deadline:
             raise ExperimentError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(0.005)
-
-
-def header_stamp(raw: bytes) -> int:
-    """``header.stamp`` (ns) of a serialised message that starts with a ``std_msgs/Header`` (CDR: the
-    4-byte encapsulation, whose second byte says the byte order, then ``int32 sec``, ``uint32 nanosec``)."""
-    sec, nanosec = struct.unpack_from("<iI" if raw[1] & 1 else ">iI", raw, 4)
-    return int(sec) * 1_000_000_000 + int(nanosec)
 
 
 class StampedRecorder(Recorder):

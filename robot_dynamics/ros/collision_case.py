@@ -58,6 +58,7 @@ from robot_dynamics.plant import PlantOptions, make_plant
 from robot_dynamics.plant.obstacles import load_obstacles
 from robot_dynamics.ros.closed_loop_nodes import ExperimentNode, NodeProcess, node_environment, parameter_file
 from robot_dynamics.ros.demo import reserve_domain_id
+from robot_dynamics.ros.launch_support import CONTACT_ANSWER
 from robot_dynamics.ros.messages import stamp_to_ns
 from robot_dynamics.ros.process import stop_executors
 from robot_dynamics.ros.reaction_messages import CollisionEvent, ReactionEvent
@@ -214,6 +215,8 @@ class CollisionCase:
         params = self.out / "params"
         simulator, controller = node_parameters(self.b, start, self.kp, self.kd, True)
         simulator |= {"obstacles": obstacles, "sensor_profile": self.s.sensor_profile}
+        if contact:  # each step waits for the contact node too: its events are out before the next state
+            simulator["lockstep_observers"] = [CONTACT_ANSWER]
         controller |= {"reaction": reaction, **{f"reaction_{k}": v for k, v in self.s.reaction_parameters.items()}}
         parameter_file(params / f"simulator_{tag}.yaml", "simulator_node", simulator)
         parameter_file(params / f"feedforward_{tag}.yaml", "feedforward_node", controller)

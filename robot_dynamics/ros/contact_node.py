@@ -218,6 +218,10 @@ class ContactNode(RobotNode):
             return
         stamp, q, qd, r, _ = answer
         t1 = time.perf_counter()
+        # the events first: the torque answers the state (a lock-step simulator steps on it), and what
+        # reacts to an event must have it before the next state
+        for stamped, change_list, r_then in changes:  # each with the state's own stamp and r
+            self._publish_collisions(change_list, stamped, r_then)
         pub = self.torque_pub
         if self._torque_raw is not None:
             pub.publish(self._torque_raw.fill(divmod(stamp, 1_000_000_000), q, qd, r))
@@ -229,8 +233,6 @@ class ContactNode(RobotNode):
         self.stats.published += 1
         t2 = time.perf_counter()
         self.stats.record_compute(t1 - t0, t2 - t1)
-        for stamped, change_list, r_then in changes:  # each with the state's own stamp and r
-            self._publish_collisions(change_list, stamped, r_then)
         if stamp >= self._wrench_due and self.wrench_pub.get_subscription_count():
             self._publish_wrench(q, r, stamp)
             self.wrench_stats.record_compute(time.perf_counter() - t2)

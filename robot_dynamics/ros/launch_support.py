@@ -38,6 +38,8 @@ NODE_EXECUTABLES = {
     "contact_node": "contact_node",
 }
 COMMANDS_TOPIC = "feedforward/commands"
+CONTACT_ANSWER = "contact_node/external_torque"
+"""The contact node's answer to each state: with ``lockstep`` and ``contact`` the simulator waits for it."""
 LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
 
 
@@ -289,7 +291,10 @@ def simulation_nodes(given: Mapping[str, str]) -> list[NodeSpec]:
     args = resolve_arguments(given, {**DYNAMICS_ARGUMENTS, **SIMULATION_ARGUMENTS})
     # the included dynamics.launch.py's own arguments (contact, ...) are checked here too: before any node
     dynamics_nodes({name: value for name, value in given.items() if name in DYNAMICS_ARGUMENTS})
-    parameters, ns, level = _common(args, plant_parameters(args))
+    plant = plant_parameters(args)
+    if plant.get("lockstep") and parse_bool(args["contact"], "contact"):
+        plant["lockstep_observers"] = [CONTACT_ANSWER]  # its events are out before the next state
+    parameters, ns, level = _common(args, plant)
     commands = args["commands_topic"].strip() or COMMANDS_TOPIC
     nodes = [NodeSpec("simulator_node", "simulator_node", ns, parameters, [("commands", commands)], level)]
     if parse_bool(args["robot_state_publisher"], "robot_state_publisher"):

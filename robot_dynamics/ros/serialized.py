@@ -26,6 +26,13 @@ _STAMP = struct.Struct("<iI")  # builtin_interfaces/Time: int32 sec, uint32 nano
 _PROBE_STAMP = (0x1A2B3C4D, 0x05E6F708)
 
 
+def header_stamp(raw: bytes) -> int:
+    """``header.stamp`` (ns) of a serialised message that starts with a ``std_msgs/Header`` (CDR: the
+    4-byte encapsulation, whose second byte says the byte order, then ``int32 sec``, ``uint32 nanosec``)."""
+    sec, nanosec = struct.unpack_from("<iI" if raw[1] & 1 else ">iI", raw, 4)
+    return int(sec) * 1_000_000_000 + int(nanosec)
+
+
 def _find_once(data: bytes, pattern: bytes) -> int | None:
     at = data.find(pattern)
     return at if at >= 0 and data.find(pattern, at + 1) < 0 else None

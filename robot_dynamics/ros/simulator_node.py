@@ -28,14 +28,21 @@ docs/plant.md). Time (docs/ros.md):
   ``lockstep_timeout`` wall seconds (a **missed command**: the previous one held), at most
   ``lockstep_max_speed`` times as fast as the wall clock. ``reset_simulation`` resets the plant, not
   the clock: an answer to the state before the reset is late. ``command_timeout`` is simulated time.
+  ``lockstep_observers``: topics on which nodes that only read the states (the contact node) answer
+  them; the steps wait for those too (:mod:`.lockstep`).
 
 With ``wait_for_command`` the robot stays at its start pose until the first command (lockstep: the
 state at t_0 published again every ``lockstep_timeout``, no miss counted).
+
+The module is longer than 400 lines because it is where the two time modes meet the plant, the commands,
+the reset and the payload swap under one lock; what stands alone is in :mod:`.simulator_plant` (parameters,
+outputs, the push input), :mod:`.lockstep` (the lock-step bookkeeping) and :mod:`.realtime` (the thread).
 """
 
 from __future__ import annotations
 
 import time
+from functools import partial
 from importlib import import_module
 from typing import Any
 
@@ -65,7 +72,8 @@ from robot_dynamics.ros.messages import (
 from robot_dynamics.ros.payload_service import PayloadSwitch, SetPayload
 from robot_dynamics.ros.process import run_nodes
 from robot_dynamics.ros.realtime import CommandIntake, RealTimeStepping
-from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_non_negative, check_positive
+from robot_dynamics.ros.robot_node import RobotNode, check_bool, check_non_negative
+from robot_dynamics.ros.serialized import header_stamp
 from robot_dynamics.user_input import non_finite_message
 
 # The interface package's folder in the source tree hides the built package from mypy: import by name.
@@ -87,12 +95,7 @@ class SimulatorNode(RobotNode):
                 name, f"start {what} in model joint order (unset = zeros)", Parameter.Type.DOUBLE_ARRAY
             )
         simulator_plant.declare_plant_parameters(self)
-        self.declare(
-            "lockstep", False, "simulated time: publish /clock, step when each state is answered", read_only=True
-        )
-        self.declare("lockstep_timeout", 1.0, "lockstep: wall s to wait for an answer", check=check_positive("s"))
-        speed = "lockstep: simulated seconds per wall second at most (0 = as fast as answered)"
-        self.declare_dynamic("lockstep_max_speed", 0.0, speed, check_non_negative("x"), self._set_max_speed)
+        simulator_plant.declare_lockstep_parameters(self, self._set_max_speed)
         self.realtime = RealTimeStepping(self)  # thread_priority; the stepping thread (real time)
         self.declare("wait_for_command", True, "hold the start state until the first command", read_only=True)
         self.declare(
@@ -118,7 +121,10 @@ class SimulatorNode(RobotNode):
         self.commanded = False
         self.last_command = 0.0  # wall (real time) or simulated (lockstep) seconds
         self.steps = self.step_errors = self.resets = 0
-        self.clock = LockstepClock(self.period_ns)
+        observers = tuple(self.optional_param("lockstep_observers") or ())
+        if observers and not self.lockstep:
+            raise StartupError("parameter lockstep_observers needs lockstep: true")
+        self.clock = LockstepClock(self.period_ns, observers=observers)
         self._last_tick: float | None = None
         self._index_cache: dict[tuple[str, ...], np.ndarray | str] = {}
         self.payload_switch = PayloadSwitch(self, self._install_payload_model, ModelPlant.warm)
@@ -136,6 +142,8 @@ class SimulatorNode(RobotNode):
         if self.lockstep:  # the answers drive the loop; this timer only notices a missing one
             for msg_type, topic, handler in commands:
                 self.create_subscription(msg_type, topic, handler, DATA_QOS)
+            for topic in observers:  # read as raw bytes: only the stamp matters
+                self.create_subscription(JointState, topic, partial(self._on_observer, topic), DATA_QOS, raw=True)
             self.create_timer(0.005, self._lockstep_watch, clock=self.steady_clock)
         else:  # a thread of its own that also takes the commands, not the executor (.realtime says why)
             self.realtime.start(self.period, self._tick, CommandIntake(self, DATA_QOS, commands))
@@ -214,7 +222,16 @@ class SimulatorNode(RobotNode):
         if not self.lockstep and stamp is not None:
             self.realtime.record(stamp, received)
         self.tau, self.commanded, self.last_command = tau, True, self._now()
-        if self.lockstep:
+        if self.lockstep and self.clock.ready:
+            self._step_and_publish(answered=True)
+
+    def _on_observer(self, topic: str, raw: bytes) -> None:
+        """Lockstep: an observer's answer (see the module docstring); the step when it was the last awaited."""
+        if len(raw) < 12:
+            self.reject(topic, "a message too short to hold a header stamp")
+            return
+        self.clock.observe(topic, header_stamp(raw))
+        if self.clock.awaiting and self.clock.ready:
             self._step_and_publish(answered=True)
 
     def _on_array_command(self, msg: Float64MultiArray, received_ns: int | None = None) -> None:
@@ -273,7 +290,7 @@ class SimulatorNode(RobotNode):
             self.realtime.latency.clear()
             response.success, response.message = True, f"reset to q = {plant.q.tolist()}"
             if self.lockstep:  # the reset state gets a stamp of its own: an answer to the state before is late
-                self.clock.step(answered=True)
+                self.clock.restamp()
             self._publish()
         return response
 
@@ -344,8 +361,8 @@ class SimulatorNode(RobotNode):
             return
         if not self.commanded and self.param("wait_for_command"):
             self._publish()  # the start state again (a controller may have started late)
-        else:
-            self._step_and_publish(answered=False)
+        else:  # answered: an observer is missing (counted by the clock); not: a missed command
+            self._step_and_publish(answered=self.clock.answered)
 
     def _publish(self) -> None:
         plant = self.plant

@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import Vector3, Wrench, WrenchStamped
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
 from robot_dynamics.model import FloatArray
 from robot_dynamics.plant import ENGINES, Plant, PlantOptions
 from robot_dynamics.ros.messages import DATA_QOS, as_double_array, stamp_to_ns
+from robot_dynamics.ros.parameters import check_non_negative, check_positive
 
 
 def declare_plant_parameters(node: Any) -> None:
@@ -48,6 +51,21 @@ def declare_plant_parameters(node: Any) -> None:
         ("obstacles", "", "mujoco engine: obstacle YAML file (boxes, cylinders; the arm's only contacts)"),
     ):
         node.declare(name, default, description, read_only=True)
+
+
+def declare_lockstep_parameters(node: Any, set_max_speed: Callable[[float], None]) -> None:
+    """Declare the lock-step parameters (:mod:`.lockstep`) on the simulator node."""
+    node.declare("lockstep", False, "simulated time: publish /clock, step when each state is answered", read_only=True)
+    node.declare("lockstep_timeout", 1.0, "lockstep: wall s to wait for an answer", check=check_positive("s"))
+    node.declare_optional(
+        "lockstep_observers",
+        "lockstep: topics of nodes that answer each state without commanding (messages stamped with "
+        "the state's stamp); the steps wait for them too, e.g. ['contact_node/external_torque']",
+        Parameter.Type.STRING_ARRAY,
+        read_only=True,
+    )
+    speed = "lockstep: simulated seconds per wall second at most (0 = as fast as answered)"
+    node.declare_dynamic("lockstep_max_speed", 0.0, speed, check_non_negative("x"), set_max_speed)
 
 
 def plant_options(node: Any, friction: bool, locks: dict[str, float], joint_map: dict[str, str]) -> PlantOptions:
