@@ -70,7 +70,9 @@ def register(sub: Any) -> None:
     p.add_argument("--kp", nargs="+", type=float, metavar="K", help="N m/rad per joint (default: --bandwidth)")
     p.add_argument("--kd", nargs="+", type=float, metavar="K", help="N m s/rad per joint (default: --bandwidth)")
     p.add_argument("--bandwidth", type=float, default=20.0, metavar="WN", help="(%(default)s)")
-    p.add_argument("--rate", type=float, default=1000.0, metavar="HZ", help="control rate (%(default)s)")
+    p.add_argument(
+        "--rate", type=float, default=None, metavar="HZ", help="control rate (default: the sensor profile's, else 1000)"
+    )
     p.add_argument("--timestep", type=float, default=0.001, metavar="S", help="largest physics timestep (%(default)s)")
     p.add_argument(
         "--reach", type=float, default=0.4, metavar="R", help="free motions: +-R about the start (%(default)s)"
@@ -106,6 +108,11 @@ def run_collision(args: argparse.Namespace) -> int:
     from ..user_input import gains_error
 
     model = load_robot_from_args(args)
+    if args.rate is None:
+        from ..plant import load_sensor_profile
+
+        profile = load_sensor_profile(args.sensor_profile) if args.sensor_profile else None
+        args.rate = profile.rate if profile is not None and profile.rate is not None else 1000.0
     for option in ("speed", "rate", "timestep", "reach", "bandwidth", "excitation_duration", "calibration_duration"):
         value = getattr(args, option)
         if not (math.isfinite(value) and value > 0.0):

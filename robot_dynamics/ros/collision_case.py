@@ -50,11 +50,19 @@ from robot_dynamics.bag.reader import RawTopic
 from robot_dynamics.bag.writer import BagWriter
 from robot_dynamics.collision.case import CaseMeasures, collision_motion, default_direction, measure
 from robot_dynamics.experiment.motion import ExperimentError, Motion, first_contact, planned_motion, restricted_model
-from robot_dynamics.experiment.settings import Settings, chain_arguments, gains, node_parameters
+from robot_dynamics.experiment.report import TRUTH_TOPIC
+from robot_dynamics.experiment.settings import (
+    Settings,
+    chain_arguments,
+    gains,
+    loop_delay,
+    node_parameters,
+    sensor_profile_parameter,
+)
 from robot_dynamics.identification.excitation_files import read_trajectory
 from robot_dynamics.model import RobotModel
 from robot_dynamics.models.chain_yaml import dumps_chain_yaml
-from robot_dynamics.plant import PlantOptions, make_plant
+from robot_dynamics.plant import PlantOptions, SensorProfile, load_sensor_profile, make_plant
 from robot_dynamics.plant.obstacles import load_obstacles
 from robot_dynamics.ros.closed_loop_nodes import ExperimentNode, NodeProcess, node_environment, parameter_file
 from robot_dynamics.ros.demo import reserve_domain_id
@@ -144,6 +152,8 @@ class CollisionCase:
         self.env: dict[str, str] = {}
         self.results: dict[str, list[CaseMeasures]] = {}
         self.free: dict[str, Any] = {}
+        self.profile: SensorProfile | None = None
+        self.delays = (0.0, 0.0)  # s: the sensors' measurement and command delays
 
     # -- offline preparation ---------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -154,7 +164,11 @@ class CollisionCase:
         self.q0 = np.asarray(b.start, dtype=np.float64) if b.start is not None else None
         if self.q0 is None:
             raise ExperimentError("the collision case needs a start pose (--start)")
-        self.kp, self.kd = gains(model, self.q0, b)
+        # with sensors, as the closed-loop experiment: gains for the loop's delay, the node told the delays
+        self.profile = load_sensor_profile(s.sensor_profile) if s.sensor_profile else None
+        if self.profile is not None:
+            self.delays = (self.profile.measurement_delay / b.rate, self.profile.command_delay / b.rate)
+        self.kp, self.kd = gains(model, self.q0, b, loop_delay(b.rate, self.profile))
         period = 1.0 / b.rate
         free_plant = make_plant(
             self._options(""), renamed_model(model, b.joint_map), period, b.robot, b.base_link, b.tip_link
@@ -213,8 +227,9 @@ class CollisionCase:
         self, tag: str, robot_config: str, start: np.ndarray, obstacles: str, contact: str, reaction: str
     ) -> list[NodeProcess]:
         params = self.out / "params"
-        simulator, controller = node_parameters(self.b, start, self.kp, self.kd, True)
-        simulator |= {"obstacles": obstacles, "sensor_profile": self.s.sensor_profile}
+        simulator, controller = node_parameters(self.b, start, self.kp, self.kd, True, self.delays)
+        profile = sensor_profile_parameter(self.s.sensor_profile) if self.s.sensor_profile else ""
+        simulator |= {"obstacles": obstacles, "sensor_profile": profile}
         if contact:  # each step waits for the contact node too: its events are out before the next state
             simulator["lockstep_observers"] = [CONTACT_ANSWER]
         controller |= {"reaction": reaction, **{f"reaction_{k}": v for k, v in self.s.reaction_parameters.items()}}
@@ -276,7 +291,9 @@ class CollisionCase:
             for p in processes:
                 p.check()
 
-        node = ExperimentNode(self.context, sim_time=True, check=check)
+        # with sensors the measured position is quantized: the reset state is found in the truth
+        truth = TRUTH_TOPIC if self.profile is not None else None
+        node = ExperimentNode(self.context, sim_time=True, check=check, truth_topic=truth)
         clock = node.get_clock()
         extra = {topic: Recorder(node.recording, topic, msgtype, clock) for topic, msgtype in EXTRA.items()}
 
