@@ -30,6 +30,8 @@ from robot_dynamics.reaction import (
     CollisionReport,
     ReactingController,
     ReactionSettings,
+    braking_delay_problem,
+    braking_torque,
     float_torque,
     reaction_batch,
     reflex_torque,
@@ -65,23 +67,34 @@ def event(stamp: int, received: int, n: int, joint: int = 1, raised: bool = True
 # ------------------------------------------------------------------------------------------------
 # the strategies' torques by hand
 # ------------------------------------------------------------------------------------------------
-def test_stop_is_pd_on_the_pose_at_detection_with_gravity_compensation() -> None:
+def braking(model: rd.RobotModel, r: ReactionSettings, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """``-K_b D(q) qd`` from the inertia matrix (the strategies compute it by Newton–Euler)."""
+    return -r.damping * np.einsum("...ij,...j->...i", rd.inertia_matrix(model, q), qd)
+
+
+UNBRAKED = ReactionSettings("stop", damping=0.0)
+
+
+@pytest.mark.parametrize("r", [UNBRAKED, ReactionSettings("stop"), ReactionSettings("stop", damping=200.0)])
+def test_stop_is_pd_on_the_pose_at_detection_with_gravity_compensation_and_braking(r: ReactionSettings) -> None:
     model = ur5()
     n, law = model.dof, ControlLaw(model)
     q, qd, q_s = RNG.uniform(-2, 2, (3, 20, n))
+    brake = braking(model, r, q, qd)
+    assert r.damping == 0.0 or np.abs(brake).max() > 1.0  # a term the check can see
     for name in ("pd_feedforward", "feedforward", "pd"):  # the laws without a hold law react as pd_feedforward
         s = settings("pd_feedforward", n) if name == "pd_feedforward" else replace(settings(name, n), law=name)
         assert s.kp is not None and s.kd is not None
-        expected = rd.gravity_torques(model, q) + s.kp * (q_s - q) - s.kd * qd  # the UR5 file has no friction
-        np.testing.assert_allclose(stop_torque(law, s, q, qd, q_s), expected, rtol=1e-10, atol=1e-9)
+        expected = rd.gravity_torques(model, q) + s.kp * (q_s - q) - s.kd * qd + brake  # the UR5 file: no friction
+        np.testing.assert_allclose(stop_torque(law, s, r, q, qd, q_s), expected, rtol=1e-10, atol=1e-9)
         for k in range(3):  # one state
-            np.testing.assert_allclose(stop_torque(law, s, q[k], qd[k], q_s[k]), expected[k], rtol=1e-10, atol=1e-9)
+            np.testing.assert_allclose(stop_torque(law, s, r, q[k], qd[k], q_s[k]), expected[k], rtol=1e-10, atol=1e-9)
     s = settings("computed_torque", n)
     assert s.kp is not None and s.kd is not None
     D = rd.inertia_matrix(model, q)
     v = s.kp * (q_s - q) - s.kd * qd
     expected = np.einsum("kij,kj->ki", D, v) + rd.coriolis_centrifugal(model, q, qd) + rd.gravity_torques(model, q)
-    np.testing.assert_allclose(stop_torque(law, s, q, qd, q_s), expected, rtol=1e-9, atol=1e-8)
+    np.testing.assert_allclose(stop_torque(law, s, r, q, qd, q_s), expected + brake, rtol=1e-9, atol=1e-8)
 
 
 def test_stop_holds_without_friction_compensation_at_rest() -> None:
@@ -91,20 +104,41 @@ def test_stop_holds_without_friction_compensation_at_rest() -> None:
     assert s.kp is not None and s.kd is not None
     b0 = rd.friction_torques(PUMA, np.zeros((10, n)), smooth=True)
     expected = rd.gravity_torques(PUMA, q) + b0 + s.kp * (q_s - q) - s.kd * qd
-    np.testing.assert_allclose(stop_torque(law, s, q, qd, q_s), expected, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(stop_torque(law, s, UNBRAKED, q, qd, q_s), expected, rtol=1e-10, atol=1e-9)
 
 
-@pytest.mark.parametrize("kappa", [0.0, 0.5, 1.0])
-def test_float_is_gravity_plus_a_share_of_the_smooth_friction_at_the_measured_velocity(kappa: float) -> None:
+@pytest.mark.parametrize(("kappa", "damping"), [(0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (0.5, 50.0), (0.0, 120.0)])
+def test_float_is_gravity_plus_a_share_of_the_smooth_friction_at_the_measured_velocity_braked(
+    kappa: float, damping: float
+) -> None:
     n, law = PUMA.dof, ControlLaw(PUMA)
     s = settings("pd_feedforward", n, smooth=False)  # float uses the smooth model whatever the law's setting
     q, qd = RNG.uniform(-2, 2, (2, 20, n))
-    r = ReactionSettings("float", float_friction=kappa)
-    expected = rd.gravity_torques(PUMA, q) + kappa * rd.friction_torques(PUMA, qd, smooth=True)
+    r = ReactionSettings("float", float_friction=kappa, damping=damping)
+    brake = braking(PUMA, r, q, qd)
+    expected = rd.gravity_torques(PUMA, q) + kappa * rd.friction_torques(PUMA, qd, smooth=True) + brake
     np.testing.assert_allclose(float_torque(law, s, r, q, qd), expected, rtol=1e-10, atol=1e-9)
     np.testing.assert_allclose(float_torque(law, s, r, q[3], qd[3]), expected[3], rtol=1e-10, atol=1e-9)
     no_friction = replace(s, friction=False)
-    np.testing.assert_allclose(float_torque(law, no_friction, r, q, qd), rd.gravity_torques(PUMA, q), rtol=1e-12)
+    np.testing.assert_allclose(
+        float_torque(law, no_friction, r, q, qd), rd.gravity_torques(PUMA, q) + brake, rtol=1e-10, atol=1e-9
+    )
+
+
+def test_braking_alone_decelerates_the_arm_at_the_set_rate() -> None:
+    """Applied with gravity compensation to the model itself, the braking gives ``q'' = -K_b qd`` (forward
+    dynamics of the file, friction off); too strong for the loop's delay, it is named."""
+    model = ur5()
+    law = ControlLaw(model)
+    r = ReactionSettings("float", damping=80.0)
+    q, qd = RNG.uniform(-2, 2, (2, 8, model.dof))
+    tau = rd.gravity_torques(model, q) + rd.coriolis_centrifugal(model, q, qd) + braking_torque(law, r, q, qd)
+    qdd = rd.forward_dynamics(model, q, qd, tau)
+    np.testing.assert_allclose(qdd, -80.0 * qd, rtol=1e-8, atol=1e-8)
+    assert braking_delay_problem(r, 0.003) is None  # 0.24
+    problem = braking_delay_problem(r, 0.006)
+    assert problem is not None and "use at most 50 1/s" in problem
+    assert braking_delay_problem(ReactionSettings("none", damping=80.0), 0.1) is None  # nothing armed
 
 
 def test_reflex_is_gravity_plus_the_bounded_external_torque() -> None:
@@ -130,6 +164,7 @@ def test_reaction_settings_are_checked() -> None:
         ({"reflex_gain": -1.0}, "reflex_gain"),
         ({"reflex_fraction": float("nan")}, "reflex_fraction"),
         ({"reflex_duration": -0.1}, "reflex_duration"),
+        ({"damping": -5.0}, "damping"),
     ):
         with pytest.raises(StateError, match=field):
             ReactionSettings(**bad)  # type: ignore[arg-type]
@@ -214,7 +249,8 @@ def test_stop_cancels_holds_reports_refuses_and_rearms() -> None:
     stamps, received, q, qd = stream()
     trajs, events = scenario(stamps, q)
     law, s = ControlLaw(PUMA), settings("pd_feedforward", n)
-    controller = ReactingController(law, s, ReactionSettings("stop"))
+    r = ReactionSettings("stop")
+    controller = ReactingController(law, s, r)
     tau, q_d, qd_d, refused = node_run(controller, stamps, received, q, qd, trajs, events)
     assert refused == [1]
     reports = controller.reaction.reports
@@ -227,7 +263,7 @@ def test_stop_cancels_holds_reports_refuses_and_rearms() -> None:
     np.testing.assert_array_equal(reports[0].external_torque, events[1].external_torque)  # the newest raise
     assert reports[2].joints == (4,) and reports[2].collision_stamp == stamps[170]
     for rows, hold in ((np.arange(41, 130), q[41]), (np.arange(171, 200), q[171])):
-        np.testing.assert_allclose(tau[rows], stop_torque(law, s, q[rows], qd[rows], hold), rtol=1e-12, atol=1e-10)
+        np.testing.assert_allclose(tau[rows], stop_torque(law, s, r, q[rows], qd[rows], hold), rtol=1e-12, atol=1e-10)
         np.testing.assert_array_equal(q_d[rows], np.broadcast_to(hold, (rows.size, n)))
         assert not qd_d[rows].any()
     plain = Controller(law, s)  # before the collision, and while the new trajectory runs: the law's own command
@@ -251,7 +287,7 @@ def test_reflex_pushes_along_r_then_holds_where_the_reflex_ended() -> None:
     reflex, held = np.arange(41, 51), np.arange(51, 130)
     r0 = events[1].external_torque
     np.testing.assert_allclose(tau[reflex], reflex_torque(law, r, q[reflex], qd[reflex], r0), rtol=1e-12, atol=1e-10)
-    np.testing.assert_allclose(tau[held], stop_torque(law, s, q[held], qd[held], q[51]), rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(tau[held], stop_torque(law, s, r, q[held], qd[held], q[51]), rtol=1e-12, atol=1e-10)
     np.testing.assert_array_equal(q_d[reflex], q[reflex])
 
 

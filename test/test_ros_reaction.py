@@ -20,7 +20,7 @@ from test_ros_live import NAMES, send_parameters, start_feedforward, trajectory_
 
 from robot_dynamics.control import ControlLaw, ControlSettings  # noqa: E402
 from robot_dynamics.models import load_robot  # noqa: E402
-from robot_dynamics.reaction import stop_torque  # noqa: E402
+from robot_dynamics.reaction import ReactionSettings, stop_torque  # noqa: E402
 from robot_dynamics.ros.messages import DATA_QOS, ns_to_stamp, stamp_to_ns  # noqa: E402
 from robot_dynamics.ros.reaction_messages import CollisionEvent, ReactionEvent  # noqa: E402
 from robot_dynamics.user_input import as_gains  # noqa: E402
@@ -76,13 +76,16 @@ def test_a_collision_event_stops_the_arm_and_is_reported(context: Any, ros: tupl
     msg = talk.torque(q2, qd2, start + 102_000_000)  # the reaction's first command: hold q2
     law = ControlLaw(PUMA)
     s = ControlSettings(law="pd_feedforward", kp=as_gains(KP, 6), kd=as_gains(KD, 6))
-    expected = stop_torque(law, s, q2, qd2, q2)
+    expected = stop_torque(law, s, ReactionSettings("stop"), q2, qd2, q2)  # braked at 50 /s
     index = [list(msg.name).index(name) for name in PUMA.joint_names]
     np.testing.assert_allclose(np.asarray(msg.effort)[index], expected, rtol=1e-12, atol=1e-10)
     assert node.active is None and node.pending is None  # the trajectory was cancelled
     msg = talk.torque(q3, np.zeros(6), start + 104_000_000)  # still holding q2
     np.testing.assert_allclose(
-        np.asarray(msg.effort)[index], stop_torque(law, s, q3, np.zeros(6), q2), rtol=1e-12, atol=1e-10
+        np.asarray(msg.effort)[index],
+        stop_torque(law, s, ReactionSettings("stop"), q3, np.zeros(6), q2),
+        rtol=1e-12,
+        atol=1e-10,
     )
     wait_until(lambda: len(reports.snapshot()) >= 1, "the reaction report")
     (report,) = reports.snapshot()

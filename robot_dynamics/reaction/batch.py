@@ -148,7 +148,7 @@ def reaction_batch(
             position[reflex], velocity[reflex] = q[reflex], qd[reflex]
         held = rows[reflex.size :]
         if held.size:
-            tau[held] = stop_torque(law, settings, q[held], qd[held], q[held[0]])
+            tau[held] = stop_torque(law, settings, reaction, q[held], qd[held], q[held[0]])
             position[held], velocity[held] = q[held[0]], 0.0
     if settings.limit_efforts and law.limited and windows:
         tau = law.clamp(tau)[0]

@@ -143,6 +143,6 @@ class ReactingController(Controller):
         else:
             if state.hold is None:
                 state.hold = np.array(q)
-            tau, q_d, qd_d = stop_torque(self.law, s, q, qd, state.hold), state.hold, self.law.zeros
+            tau, q_d, qd_d = stop_torque(self.law, s, r, q, qd, state.hold), state.hold, self.law.zeros
         self.counters.commands += 1
         return self._limited(tau), q_d, qd_d

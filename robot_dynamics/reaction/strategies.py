@@ -30,6 +30,7 @@ class ReactionSettings:
     reflex_gain: float = 1.0  # g: reflex torque per N·m of external torque
     reflex_fraction: float = 0.2  # f: the reflex torque's bound, share of each joint's effort limit
     reflex_duration: float = 0.1  # s
+    damping: float = 50.0  # K_b, 1/s: stop and float brake the arm's motion as q'' = -K_b qd would
 
     def __post_init__(self) -> None:
         problem = reaction_error(self)
@@ -50,6 +51,7 @@ def reaction_error(s: ReactionSettings) -> str | None:
         ("reflex_gain", s.reflex_gain, s.reflex_gain >= 0.0, ">= 0"),
         ("reflex_fraction", s.reflex_fraction, 0.0 <= s.reflex_fraction <= 1.0, "in [0, 1]"),
         ("reflex_duration", s.reflex_duration, s.reflex_duration >= 0.0, ">= 0 s"),
+        ("damping", s.damping, s.damping >= 0.0, ">= 0 1/s"),
     )
     for name, value, ok, what in checks:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok:
@@ -101,19 +103,47 @@ def hold_settings(s: ControlSettings) -> ControlSettings:
     return replace(s, law=law, friction_velocity="desired", feedforward_source="model")
 
 
-def stop_torque(law: ControlLaw, s: ControlSettings, q: FloatArray, qd: FloatArray, q_stop: FloatArray) -> FloatArray:
-    """``stop``: the holding law of :func:`hold_settings` at ``(q_stop, 0, 0)``."""
+def braking_torque(law: ControlLaw, r: ReactionSettings, q: FloatArray, qd: FloatArray) -> FloatArray:
+    """``-K_b D(q) qd``: the torque that decelerates the arm as ``q'' = -K_b qd`` (``K_b`` = ``damping``),
+    as the inverse dynamics at zero velocity with that acceleration, less gravity: ``ID(q, 0, -K_b qd) - c(q)``."""
+    if r.damping == 0.0:
+        return np.zeros_like(q)
+    ff = law.feedforward
     zeros = np.zeros_like(q)
-    return law.torque(q, qd, TrajectorySample(np.broadcast_to(q_stop, q.shape), zeros, zeros), False, hold_settings(s))
+    return ff.torque(q, zeros, -r.damping * np.asarray(qd), False, True) - ff.holding(q, zeros, False, True)
+
+
+#: ``K_b L`` up to which the braking of a loop delayed by ``L`` stays well damped (package docstring).
+BRAKING_DELAY_BOUND = 0.3
+
+
+def braking_delay_problem(r: ReactionSettings, delay: float) -> str | None:
+    """Why the braking of ``r`` is too strong for a loop delayed ``delay`` s (None: it is not)."""
+    if not r.armed or r.damping * delay <= BRAKING_DELAY_BOUND:
+        return None
+    return (
+        f"reaction_damping {r.damping:g} 1/s x the loop's delay {delay * 1e3:g} ms = {r.damping * delay:.2g} > "
+        f"{BRAKING_DELAY_BOUND}: the braking will oscillate; use at most {BRAKING_DELAY_BOUND / delay:.3g} 1/s"
+    )
+
+
+def stop_torque(
+    law: ControlLaw, s: ControlSettings, r: ReactionSettings, q: FloatArray, qd: FloatArray, q_stop: FloatArray
+) -> FloatArray:
+    """``stop``: the holding law of :func:`hold_settings` at ``(q_stop, 0, 0)``, braked (:func:`braking_torque`)."""
+    zeros = np.zeros_like(q)
+    hold = law.torque(q, qd, TrajectorySample(np.broadcast_to(q_stop, q.shape), zeros, zeros), False, hold_settings(s))
+    return hold + braking_torque(law, r, q, qd)
 
 
 def float_torque(law: ControlLaw, s: ControlSettings, r: ReactionSettings, q: FloatArray, qd: FloatArray) -> FloatArray:
-    """``float``: ``c(q) + κ b(qd)``, the smooth friction model at the measured velocity."""
+    """``float``: ``c(q) + κ b(qd) - K_b D(q) qd``, ``b`` the smooth friction model at the measured velocity."""
     ff = law.feedforward
     gravity = ff.holding(q, qd, False, True)
+    tau = gravity + braking_torque(law, r, q, qd)
     if not (s.friction and ff.has_friction) or r.float_friction == 0.0:
-        return gravity
-    return gravity + r.float_friction * (ff.holding(q, qd, True, True) - gravity)
+        return tau
+    return tau + r.float_friction * (ff.holding(q, qd, True, True) - gravity)
 
 
 def reflex_torque(law: ControlLaw, r: ReactionSettings, q: FloatArray, qd: FloatArray, r0: FloatArray) -> FloatArray:

@@ -3,7 +3,7 @@
 :class:`ControlParameters` gives a node the parameters of :mod:`robot_dynamics.control` — ``control_law``,
 ``kp``, ``kd``, ``feedforward_source``, ``limit_efforts``, ``state_timeout``, ``stale_action``, and the
 collision reaction of :mod:`robot_dynamics.reaction` (``reaction``, ``reaction_float_friction``,
-``reaction_reflex_gain``, ``reaction_reflex_fraction``, ``reaction_reflex_duration``) — each
+``reaction_reflex_gain``, ``reaction_reflex_fraction``, ``reaction_reflex_duration``, ``reaction_damping``) — each
 changeable at run time
 and refused with the reason when invalid (NaN, negative or wrong-length gains; a gain array may be
 integers, as ROS users write them); holds the :class:`~robot_dynamics.reaction.ReactingController` the node
@@ -34,7 +34,7 @@ from robot_dynamics.control import (
 from robot_dynamics.errors import StateError
 from robot_dynamics.feedforward import FeedforwardLaw
 from robot_dynamics.model import FloatArray, RobotModel
-from robot_dynamics.reaction import REACTIONS, ReactingController, ReactionSettings
+from robot_dynamics.reaction import REACTIONS, ReactingController, ReactionSettings, braking_delay_problem
 from robot_dynamics.ros.messages import StartupError
 from robot_dynamics.ros.parameters import check_non_negative
 from robot_dynamics.ros.robot_node import ParameterCheck, RobotNode, check_bool, check_choice
@@ -143,6 +143,7 @@ class ControlParameters:
             ("reflex_gain", 1.0, "reflex: torque per N m of the event's external torque"),
             ("reflex_fraction", 0.2, "reflex: bound of the reflex torque, share of each joint's effort limit, 0-1"),
             ("reflex_duration", 0.1, "reflex: s of the reflex before the arm stops"),
+            ("damping", 50.0, "stop and float: braking -K_b D(q) qd, K_b in 1/s (keep K_b x loop delay <= 0.3)"),
         ):
             node.declare_dynamic(
                 f"reaction_{name}",
@@ -168,6 +169,13 @@ class ControlParameters:
         self.reaction = replace(self.reaction, **changes)
         if self.controller is not None:
             self.controller.reaction.settings = self.reaction
+        self._check_braking()
+
+    def _check_braking(self) -> None:
+        """A warning when the reaction's braking is too strong for the delays the node is told of."""
+        problem = braking_delay_problem(self.reaction, self.settings.measurement_delay + self.settings.command_delay)
+        if problem:
+            self.node.get_logger().warning(problem)
 
     def update(self, **changes: Any) -> None:
         """New settings; the next joint state (and the watchdog) reads them."""
@@ -177,6 +185,7 @@ class ControlParameters:
 
     def _set_delay(self, name: str, value: float) -> None:
         self.update(**{name: float(value)})
+        self._check_braking()
 
     def _set_law(self, value: str) -> None:
         if value != self.settings.law and self.controller is not None:
