@@ -317,7 +317,7 @@ def test_bad_chain_options_are_one_line(
                 (["--bandwidth", "nan"], "--bandwidth must be a finite number > 0, got nan"),
                 (["--reach", "-1"], "--reach must be a finite number > 0"),
                 (["--harmonics", "0"], "--harmonics must be >= 1"),
-                (["--friction", "coulomb"], "--friction must be one of viscous-coulomb, smooth-coulomb"),
+                (["--friction", "coulomb"], "--friction must be auto or one of viscous-coulomb, smooth-coulomb"),
                 (["--cases", "A,E"], "cases 'A,E': expected a comma-separated subset of"),
                 (["--start", "1", "2"], "--start: expected 6 values"),
                 (["--start", "0", "0", "0", "0", "0", "9"], "outside the joint limits of ['joint6']"),

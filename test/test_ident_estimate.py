@@ -29,6 +29,7 @@ from robot_dynamics.identification import (
     with_coulomb_velocity,
 )
 from robot_dynamics.identification.base import random_states
+from robot_dynamics.identification.estimate import base_problem
 from robot_dynamics.model import JointFriction, RobotModel
 
 PSET = ParameterSet(asymmetric=True, coulomb_velocity=0.02)
@@ -146,6 +147,22 @@ def test_noisy_data_estimates_lie_within_three_sigma() -> None:
     z = (fit.theta_base - base.to_base(nominal_parameters(truth, PSET))) / fit.std_base
     assert np.sum(np.abs(z) > 3.0) <= 1, dict(zip(base.names, np.round(z, 2), strict=True))
     assert np.all(np.isfinite(fit.std_base)) and 1.0 <= fit.condition_number < 1e4
+
+
+def test_weights_alone_do_not_make_a_joint_unexcited() -> None:
+    """Noise-free data weighed as a nearly noise-free recording is (five joints at the noise floor, ``sigma``
+    1e-6 of the sixth's): every joint moves, so the fit is made, and it is the truth."""
+    model = rd.load_robot("puma560")
+    truth = _truth(model, PSET, seed=2)
+    base = base_parameters(model, PSET)
+    ne = accumulate(model, *_data(truth, PSET, 2000, seed=3), PSET)
+    weighted = ne.with_weights(np.array([1e12, 1e12, 1e12, 1e12, 1e12, 1.0]))
+    assert base_problem(weighted, base, None, 0.0).poorly_excited  # what the eigenvalue ratio alone says
+    fit = fit_least_squares(weighted, base, nominal_parameters(model, PSET))
+    expected = base.to_base(nominal_parameters(truth, PSET))
+    floor = 1e-3 * np.max(np.abs(expected) * base.scale) / base.scale
+    err = np.abs(fit.theta_base - expected) / np.maximum(np.abs(expected), floor)
+    assert err.max() < 1e-6, (base.names[int(np.argmax(err))], err.max())
 
 
 def test_unexcited_joint_is_named_or_held_by_the_prior() -> None:

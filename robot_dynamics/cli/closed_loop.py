@@ -118,8 +118,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--friction",
         metavar="LAW",
-        help="friction law identify fits for case C, as identify's --friction (default: stribeck, which tracks "
-        "best on MuJoCo's frictionloss)",
+        help="friction law identify fits for case C, as identify's --friction (default: auto, identify's own choice)",
     )
     p.add_argument("--identify-option", action="append", default=[], metavar="ARG", help="more arguments for identify")
     p.add_argument("--cases", default="A,B,B-exact,C,C-plain,D", help="which cases (%(default)s)")
@@ -192,8 +191,8 @@ def run_closed_loop(args: argparse.Namespace) -> int:
     from ..identification.friction_laws import FRICTION_LAWS
 
     friction_law = Settings.friction_law if args.friction is None else args.friction
-    if friction_law not in FRICTION_LAWS:
-        raise RobotDynamicsError(f"--friction must be one of {', '.join(FRICTION_LAWS)}, got {friction_law!r}")
+    if friction_law not in ("auto", *FRICTION_LAWS):
+        raise RobotDynamicsError(f"--friction must be auto or one of {', '.join(FRICTION_LAWS)}, got {friction_law!r}")
     from ..ros.closed_loop import Experiment  # ROS only from here on
 
     settings = Settings(

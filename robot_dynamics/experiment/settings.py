@@ -71,7 +71,9 @@ class Settings:
     # 5 bring every armature, viscous and Coulomb value the joint torques determine alone within 2.2 %.
     harmonics: int = 5
     excitation_options: Sequence[str] = ()
-    friction_law: str = "stribeck"  # identify --friction: tracks best on MuJoCo's frictionloss (closing-the-loop.md)
+    # identify --friction: "auto", identify's own choice by cross-validation (closing-the-loop.md: forcing
+    # "stribeck" made the row choice keep stuck rows, whose constant offset then held gravity torque)
+    friction_law: str = "auto"
     identify_options: Sequence[str] = ()
     cases: Sequence[str] = tuple(CASES)
     sensors: str = ""  # a sensor profile (bundled name or file) for the simulator; "" = none (the bare plant)
