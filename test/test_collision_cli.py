@@ -45,6 +45,8 @@ def table(tmp_path: Path, name: str = "table", **more: object) -> Path:
         ({"--identified": "/nonexistent.yaml"}, "no such file"),
         ({"--start": "0 0 0"}, "--start"),
         ({"--direction": "0 0 0"}, "direction"),
+        ({"--friction": "sticky"}, "--friction must be auto or one of"),
+        ({"--sensor-profile": "no_such_arm"}, "no_such_arm"),
     ],
 )
 def test_bad_input_is_one_line_before_any_node_starts(

@@ -118,3 +118,16 @@ def load_robot_from_args(args: argparse.Namespace) -> RobotModel:
 def joint_map_from_args(args: argparse.Namespace) -> dict[str, str]:
     """``--joint-map`` as ``{bag name: model name}`` (empty when not given)."""
     return parse_joint_map(getattr(args, "joint_map", None) or [], "--joint-map")
+
+
+def experiment_friction_law(given: str | None) -> str:
+    """The friction law an experiment has identify fit (``--friction``; None: the experiments' default,
+    ``auto``: identify's own choice), checked."""
+    from ..errors import RobotDynamicsError
+    from ..experiment.settings import Settings
+    from ..identification.friction_laws import FRICTION_LAWS
+
+    law = Settings.friction_law if given is None else given
+    if law not in ("auto", *FRICTION_LAWS):
+        raise RobotDynamicsError(f"--friction must be auto or one of {', '.join(FRICTION_LAWS)}, got {law!r}")
+    return law

@@ -27,7 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RobotDynamicsError
-from ._options import add_robot_options, joint_map_from_args, load_robot_from_args, narrator, print_report
+from ._options import (
+    add_robot_options,
+    experiment_friction_law,
+    joint_map_from_args,
+    load_robot_from_args,
+    narrator,
+    print_report,
+)
 from .dynamics import parse_vector
 
 
@@ -188,11 +195,8 @@ def run_closed_loop(args: argparse.Namespace) -> int:
     start = parse_vector(args.start, model, "--start") if args.start else None
     workspace(model, start_pose(model, start), args.reach)
     from ..experiment.settings import Settings
-    from ..identification.friction_laws import FRICTION_LAWS
 
-    friction_law = Settings.friction_law if args.friction is None else args.friction
-    if friction_law not in ("auto", *FRICTION_LAWS):
-        raise RobotDynamicsError(f"--friction must be auto or one of {', '.join(FRICTION_LAWS)}, got {friction_law!r}")
+    friction_law = experiment_friction_law(args.friction)
     from ..ros.closed_loop import Experiment  # ROS only from here on
 
     settings = Settings(

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RobotDynamicsError
-from ._options import add_robot_options, joint_map_from_args, load_robot_from_args, narrator, print_report
+from ._options import (
+    add_robot_options,
+    experiment_friction_law,
+    joint_map_from_args,
+    load_robot_from_args,
+    narrator,
+    print_report,
+)
 from .dynamics import parse_vector
 
 
@@ -141,12 +148,9 @@ def run_collision(args: argparse.Namespace) -> int:
             raise RobotDynamicsError(f"{path}: no such file")
     options = _reaction_options(args.reaction_option)
     start = parse_vector(args.start, model, "--start")
-    from ..identification.friction_laws import FRICTION_LAWS
     from ..user_input import parse_locked_joints
 
-    friction_law = Settings.friction_law if args.friction is None else args.friction
-    if friction_law not in FRICTION_LAWS:
-        raise RobotDynamicsError(f"--friction must be one of {', '.join(FRICTION_LAWS)}, got {friction_law!r}")
+    friction_law = experiment_friction_law(args.friction)
     base = Settings(
         robot=args.robot,
         out=Path(args.out),
