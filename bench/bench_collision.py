@@ -6,7 +6,8 @@ Usage: ``.venv/bin/python bench/bench_collision.py [--robots ur5,panda] [--senso
 Per robot (UR5, Panda of example-robot-data; the closed-loop benchmark's deviating plants and start poses,
 ``bench_closed_loop.py``) and sensor set (ideal, or the robot's profile: ``ur_e_series`` for the UR5,
 ``franka`` for the Panda), one ``robot-dynamics collision`` run: the simulator, the contact node and the
-feed-forward node over DDS in lock-step at 1 kHz; the model identified on an excitation recording, the
+feed-forward node over DDS in lock-step (each step waits for the contact node too) at 1 kHz or the
+profile's rate (``ur_e_series``: 500 Hz; its delays told to the feed-forward node); the model identified on an excitation recording, the
 thresholds from ``contact --calibrate`` on a free-motion recording; then ``--free-duration`` s of free motion
 with the ``stop`` reaction armed, and the tool driven down at 0.4 m/s peak into a table 25 cm below it,
 rigid and compliant (10 000 N/m, the default moving mass 0.1 kg), once per reaction (none, stop, float,
