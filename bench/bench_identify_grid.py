@@ -4,16 +4,16 @@ Usage: ``.venv/bin/python bench/bench_identify_grid.py [--quick] [--robots ur5,p
 [--durations 20,60,600] [--profiles ideal,ur_e_series,franka,kuka_iiwa,industrial_125hz] [--out DIR] [--resume]``
 
 Plants: MuJoCo models of the UR5 and the Panda of example-robot-data (Panda: tip ``panda_hand_tcp``, fingers
-locked) that deviate from their stock URDFs as in ``config/plant_deviations.yaml`` (per-joint damping,
-Coulomb ``frictionloss``, armature; every moving link's mass and inertia x U[0.8, 1.2]), physics at 1 kHz
-or finer, under computed torque around the stock file and its drives' data with gains set by the loop's
-delay (below) along sums of three sines per joint (ramped in and out). Each run lasts the cell's duration and is seen through a **sensor
-profile** of ``config/sensors`` (:class:`robot_dynamics.plant.SensedPlant`: quantized encoders, the driver's
-velocity estimate, motor-current or link-side torques with torque-constant, scale and offset errors, noise,
-ripple, drift, delays): the controller runs at the profile's rate on what the profile's driver publishes
-(``ideal``: the plant's exact state at 1 kHz), and the recording is what the arm publishes, every k-th
-sample to the cell's rate (a cell faster than the arm publishes is not run: "n/a"). The truth beside it
-scores the noise estimates: the profile's torque noise per joint.
+locked) that deviate from their stock URDFs as in ``config/plant_deviations.yaml`` (per-joint damping, Coulomb
+``frictionloss``, armature; every moving link's mass and inertia x U[0.8, 1.2]), physics at 1 kHz or finer,
+under computed torque around the stock file and its drives' data with gains set by the loop's delay (below)
+along sums of three sines per joint (ramped in and out). Each run lasts the cell's duration and is seen
+through a **sensor profile** of ``config/sensors`` (:class:`robot_dynamics.plant.SensedPlant`: quantized
+encoders, the driver's velocity estimate, motor-current or link-side torques with torque-constant, scale and
+offset errors, noise, ripple, drift, delays): the controller runs at the profile's rate on what the profile's
+driver publishes (``ideal``: the plant's exact state at 1 kHz), and the recording is what the arm publishes,
+every k-th sample to the cell's rate (a cell faster than the arm publishes is not run: "n/a"). The truth
+beside it scores the noise estimates: the profile's torque noise per joint.
 
 Per cell, ``identify`` with its defaults and ``identify --method plain`` on the same bag, the same held-out
 part (the last 30 %), and the same effort lag and acceleration estimate. Printed: the held-out torque RMS
