@@ -336,7 +336,7 @@ def test_the_experiment_with_a_sensor_profile(tmp_path: Path) -> None:
 def test_the_loop_delay_sets_the_gains() -> None:
     """Without sensors the rule is the one of one control period (``kd Δt / D_ii <= 0.5``); a profile's
     delays and velocity filter lengthen the loop's delay and lower ωn and the floor's cap."""
-    from robot_dynamics.experiment.settings import Settings, bandwidth, gains, loop_delay
+    from robot_dynamics.experiment.settings import Settings, bandwidth, delay_bandwidth, gains, loop_delay
     from robot_dynamics.plant import load_sensor_profile
 
     model = load_robot("puma560")
@@ -356,6 +356,11 @@ def test_the_loop_delay_sets_the_gains() -> None:
     wn = bandwidth(Settings(robot="puma560", out=Path("."), rate=125.0), delay)
     assert wn == pytest.approx(0.25 / delay) and wn < 5.0
     assert bandwidth(Settings(robot="puma560", out=Path("."), bandwidth=12.0), delay) == 12.0  # as given
+    # the same bound without the command's settings, for other loops (a damping ratio halves or doubles it)
+    assert delay_bandwidth(delay) == wn and delay_bandwidth(1e-3) == 20.0
+    assert delay_bandwidth(delay, 0.5) == pytest.approx(0.5 / delay)
+    assert delay_bandwidth(delay, 2.0) == pytest.approx(wn / 2)
+    assert delay_bandwidth(1e-3, ceiling=60.0) == 60.0 and delay_bandwidth(0.01, ceiling=60.0) == pytest.approx(25.0)
     kp_slow, kd_slow = gains(model, q0, Settings(robot="puma560", out=Path("."), rate=125.0), delay)
     assert np.all(kd_slow * delay / diagonal <= 0.5 * 1.005)  # every joint within the phase budget
     assert np.all(kp_slow < kp)

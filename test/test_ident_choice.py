@@ -265,3 +265,50 @@ def test_cli_method_plain_and_the_choice(
 def test_plain_selection() -> None:
     puma = rd.load_robot("puma560")
     assert plain_selection(puma) == Selection((PLAIN_VELOCITY,) * puma.dof, False)
+
+
+class _Scripted:
+    """A validator whose scores are given: plain least squares 1.0, least squares on every joint's rows (no
+    cut, no stick band) 0.9, every other least-squares candidate 1.1, and the consistent fits of those
+    two row selections ``every_row`` and ``plain``."""
+
+    def __init__(self, model: RobotModel, every_row: float, plain: float) -> None:
+        self.model, self.consistent, self.folds = model, {}, [None] * 5
+        self.rigid = {Selection((0.0,) * model.dof, False): every_row, plain_selection(model): plain}
+
+    def score(self, c: Candidate) -> Candidate:
+        if c.consistent:
+            c.score = self.rigid[c.selection] if c.friction == "viscous-coulomb" else 2.0
+        elif c.friction == "viscous-coulomb" and c.selection in self.rigid:
+            c.score = 1.0 if c.selection == plain_selection(self.model) else 0.9
+        else:
+            c.score = 1.1
+        return c
+
+
+@pytest.mark.parametrize(
+    ("every_row", "plain", "chosen", "fallback"),
+    [
+        (0.95, 1.2, "every_row", "every_row"),  # the consistent fit of the chosen rows validates: deployed
+        (1.2, 0.98, "plain", "plain"),  # it does not, plain least squares' rows' does: deployed
+        (1.2, 1.05, None, "plain"),  # neither: least squares chosen, the better consistent fit in reserve
+        (1.05, 1.2, None, "every_row"),
+    ],
+)
+def test_the_consistent_fit_of_plain_rows_when_the_chosen_rows_one_validates_worse(
+    puma: RobotModel, every_row: float, plain: float, chosen: str | None, fallback: str
+) -> None:
+    """Step 4 of the choice: the physically consistent fit of the chosen rows and law is deployed if it
+    validates no worse than plain least squares; else the one of plain least squares' rows and law is
+    scored too (either may be what is deployed when the least-squares parameters make no robot model)."""
+    rows = {"every_row": Selection((0.0,) * puma.dof, False), "plain": plain_selection(puma)}
+    choice = choose(_Scripted(puma, every_row, plain))  # type: ignore[arg-type]
+    assert choice.fallback is not None and choice.fallback.consistent
+    assert choice.fallback.selection == rows[fallback] and choice.fallback.score == min(every_row, plain)
+    if chosen is None:
+        assert not choice.chosen.consistent and choice.chosen.selection == rows["every_row"]
+        assert choice.chosen.score == 0.9
+    else:
+        assert choice.chosen is choice.fallback and choice.chosen.selection == rows[chosen]
+    scored_plain_rigid = any(c.consistent and c.selection == rows["plain"] for c in choice.candidates)
+    assert scored_plain_rigid == (every_row > 1.0)  # only scored where the chosen rows' one validates worse

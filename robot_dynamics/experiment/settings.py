@@ -110,11 +110,17 @@ def loop_delay(rate: float, profile: SensorProfile | None = None) -> float:
     return delay
 
 
+def delay_bandwidth(delay: float, damping_ratio: float = 1.0, ceiling: float = DEFAULT_BANDWIDTH) -> float:
+    """``ωn`` (rad/s) a loop of delay ``L = delay`` (:func:`loop_delay`) holds: ``ceiling`` at most
+    ``0.25 / (ζ L)``, the ``ωn`` whose damping-dominated crossover ``2 ζ ωn`` lags :data:`PHASE_BUDGET` rad."""
+    return min(ceiling, PHASE_BUDGET / (2.0 * damping_ratio * delay))
+
+
 def bandwidth(s: Settings, delay: float) -> float:
-    """``ωn`` (rad/s): ``--bandwidth`` as given, else :data:`DEFAULT_BANDWIDTH` at most ``0.25 / (ζ L)``."""
+    """``ωn`` (rad/s): ``--bandwidth`` as given, else :func:`delay_bandwidth`."""
     if s.bandwidth is not None:
         return s.bandwidth
-    return min(DEFAULT_BANDWIDTH, PHASE_BUDGET / (2.0 * s.damping_ratio * delay))
+    return delay_bandwidth(delay, s.damping_ratio)
 
 
 def gains(model: RobotModel, q0: FloatArray, s: Settings, delay: float | None = None) -> tuple[FloatArray, FloatArray]:

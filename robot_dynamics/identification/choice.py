@@ -27,7 +27,13 @@ Candidates (:func:`choose`), each given value fixed instead of searched:
    rows slower than :data:`PLAIN_VELOCITY` left out, no stick band: :func:`plain_selection`);
 2. from the best of these, each joint's velocity in turn (one sweep of coordinate descent): a joint
    that moves slowly can keep rows another joint's cut would remove;
-3. every friction law (:data:`.friction_laws.FRICTION_LAWS`) on the rows chosen.
+3. every friction law (:data:`.friction_laws.FRICTION_LAWS`) on the rows chosen;
+4. (with the validator's ``consistent`` options) the physically consistent fit of the chosen rows and law,
+   and where it validates worse than plain least squares, also that of plain least squares' rows and law:
+   the better of them replaces the least-squares choice if it validates no worse than plain least squares,
+   and is kept as :attr:`Choice.fallback` otherwise — the fit deployed when the least-squares parameters
+   make no robot model (on recordings whose torques carry what no rigid body explains, the consistent fit
+   of the rows least squares preferred can validate several per cent worse than that of plain's rows).
 
 The candidate with the lowest score is chosen; the plain selection is always among those scored, so
 the choice can only be worse than plain least squares on held-out data by the difference between the
@@ -127,6 +133,7 @@ class Choice:
     folds: int
     given: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    fallback: Candidate | None = None  # the consistent fit to deploy if the chosen least squares make no robot
 
 
 def _minus(a: Part, b: Part) -> Part:
@@ -299,9 +306,10 @@ def choose(
     (None: :data:`VELOCITIES`; one value: the user's, or a tuple of per-joint values as one candidate),
     ``sticks``: the stick band's settings to try, ``laws``: the friction laws (None: every law). With the
     validator's ``consistent`` options, the chosen rows and law are also scored with the physically
-    consistent fit (step 4). Plain least squares' rows and law are kept unless a candidate validates
-    :data:`MARGIN` better (where the values given allow them); the consistent fit is kept unless it
-    validates worse than plain least squares."""
+    consistent fit, and plain least squares' rows and law too where that validates worse than plain
+    least squares (step 4). Plain least squares' rows and law are kept unless a candidate validates
+    :data:`MARGIN` better (where the values given allow them); the better consistent fit is kept unless
+    it validates worse than plain least squares, and is the choice's ``fallback`` either way."""
     clock = time.perf_counter()
     model = validator.model
     n = model.dof
@@ -350,15 +358,20 @@ def choose(
     chosen = best_of()
     if allowed and value(chosen) > (1.0 - MARGIN) * value(plain):  # no clear gain: plain least squares' rows
         chosen = plain
+    fallback: Candidate | None = None
     if validator.consistent is not None:  # step 4: the physically consistent fit of the chosen rows and law
         rigid = run(chosen.selection, chosen.friction, "fit", consistent=True)
         reference = value(plain) if plain.score is not None else value(chosen)
+        other_rows = (chosen.selection, chosen.friction) != (plain.selection, plain.friction)
+        if value(rigid) > reference and allowed and other_rows:  # ... and of plain least squares' rows and law
+            rigid = min(rigid, run(plain.selection, plain.friction, "fit", consistent=True), key=value)
         if value(rigid) <= reference:  # a rigid body that does no worse than plain least squares
             chosen = rigid
+        fallback = rigid if rigid.score is not None else None
     if chosen.score is None:
         problems = "; ".join(f"{c.label()}: {c.error}" for c in tried[:3])
         raise NoCandidate(f"no candidate could be fitted in cross-validation ({problems})")
-    return Choice(chosen, tried, plain, len(validator.folds), elapsed_s=time.perf_counter() - clock)
+    return Choice(chosen, tried, plain, len(validator.folds), elapsed_s=time.perf_counter() - clock, fallback=fallback)
 
 
 def _windows(stats: Sequence[SampleStatistics], settings: PipelineSettings) -> list[float]:
@@ -429,6 +442,7 @@ def choose_rows(
         choice.folds,
         dict(given),
         time.perf_counter() - began,
+        choice.fallback,
     )
     sel = choice.chosen.selection
     settings = replace(here, reversal_velocity=sel.reversal, stick_band=sel.stick)

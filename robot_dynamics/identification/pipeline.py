@@ -77,6 +77,7 @@ from .samples import (
     bag_statistics,
     bags_in_spans,
     expand_bags,
+    with_selection,
 )
 
 __all__ = ["Excitation", "IdentificationResult", "compare_laws", "fit_statistics", "identify", "robot_geometry"]
@@ -389,12 +390,17 @@ def identify(
                 options["consistent"] = consistent = choice.chosen.consistent
     result = fit(stats, settings, law)
     if choose_fit and not consistent and result.identified is None:  # no model file without it
+        problem = result.model_problem or "not physically realisable"
         options["consistent"] = consistent = True
+        if choice is not None and choice.fallback is not None:  # the consistent fit that validated best
+            choice.chosen, sel, law = choice.fallback, choice.fallback.selection, choice.fallback.friction
+            settings = replace(settings, reversal_velocity=sel.reversal, stick_band=sel.stick)
+            stats = [with_selection(s, sel) for s in stats]
         result = fit(stats, settings, law)
         result.warnings.append(
-            "the physically consistent fit validated worse than plain least squares' rows, but the least-squares "
-            f"parameters make no robot model ({result.model_problem or 'not physically realisable'}): kept the "
-            "consistent fit"
+            "the physically consistent fit validated worse than plain least squares, but the least-squares "
+            f"parameters make no robot model ({problem}): kept the consistent fit that validated best"
+            + ("" if choice is None else f" ({choice.chosen.label()})")
         )
     result.choice = choice
     result.method = method
