@@ -6,12 +6,12 @@ Usage: ``.venv/bin/python bench/bench_collision.py [--robots ur5,panda] [--senso
 Per robot (UR5, Panda of example-robot-data; the closed-loop benchmark's deviating plants and start poses,
 ``bench_closed_loop.py``) and sensor set (ideal, or the robot's profile: ``ur_e_series`` for the UR5,
 ``franka`` for the Panda), one ``robot-dynamics collision`` run: the simulator, the contact node and the
-feed-forward node over DDS in lock-step (each step waits for the contact node too) at 1 kHz or the
-profile's rate (``ur_e_series``: 500 Hz; its delays told to the feed-forward node); the model identified on an excitation recording, the
-thresholds from ``contact --calibrate`` on a free-motion recording; then ``--free-duration`` s of free motion
-with the ``stop`` reaction armed, and the tool driven down at 0.4 m/s peak into a table 25 cm below it,
-rigid and compliant (10 000 N/m, the default moving mass 0.1 kg), once per reaction (none, stop, float,
-reflex). Prints the table:
+feed-forward node over DDS in lock-step (each step waits for the contact node too) at 1 kHz or the profile's
+rate (``ur_e_series``: 500 Hz; its delays told to the feed-forward node); the model identified on an
+excitation recording, the thresholds from ``contact --calibrate`` on a free-motion recording; then
+``--free-duration`` s of free motion with the ``stop`` reaction armed, and the tool driven down at 0.4 m/s
+peak into a table 25 cm below it, rigid and compliant (10 000 N/m, the default moving mass 0.1 kg), once per
+reaction (none, stop, float, reflex). Prints the table:
 the tool's speed at the first contact (ground truth: the simulator's obstacle force), the detection and
 the reaction's first command after the first contact, the impact's force (its first 10 ms, set by the
 arm's momentum before any command acts), the peak force after it and the force 0.5 s after the
