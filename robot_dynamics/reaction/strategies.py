@@ -103,14 +103,18 @@ def hold_settings(s: ControlSettings) -> ControlSettings:
     return replace(s, law=law, friction_velocity="desired", feedforward_source="model")
 
 
-def braking_torque(law: ControlLaw, r: ReactionSettings, q: FloatArray, qd: FloatArray) -> FloatArray:
+def braking_torque(
+    law: ControlLaw, r: ReactionSettings, q: FloatArray, qd: FloatArray, gravity: FloatArray | None = None
+) -> FloatArray:
     """``-K_b D(q) qd``: the torque that decelerates the arm as ``q'' = -K_b qd`` (``K_b`` = ``damping``),
-    as the inverse dynamics at zero velocity with that acceleration, less gravity: ``ID(q, 0, -K_b qd) - c(q)``."""
+    as the inverse dynamics at zero velocity with that acceleration, less gravity: ``ID(q, 0, -K_b qd) - c(q)``
+    (``gravity``: ``c(q)`` when the caller has it)."""
     if r.damping == 0.0:
         return np.zeros_like(q)
     ff = law.feedforward
     zeros = np.zeros_like(q)
-    return ff.torque(q, zeros, -r.damping * np.asarray(qd), False, True) - ff.holding(q, zeros, False, True)
+    c = ff.holding(q, zeros, False, True) if gravity is None else gravity
+    return ff.torque(q, zeros, -r.damping * np.asarray(qd), False, True) - c
 
 
 #: ``K_b L`` up to which the braking of a loop delayed by ``L`` stays well damped (package docstring).
@@ -140,7 +144,7 @@ def float_torque(law: ControlLaw, s: ControlSettings, r: ReactionSettings, q: Fl
     """``float``: ``c(q) + κ b(qd) - K_b D(q) qd``, ``b`` the smooth friction model at the measured velocity."""
     ff = law.feedforward
     gravity = ff.holding(q, qd, False, True)
-    tau = gravity + braking_torque(law, r, q, qd)
+    tau = gravity + braking_torque(law, r, q, qd, gravity)
     if not (s.friction and ff.has_friction) or r.float_friction == 0.0:
         return tau
     return tau + r.float_friction * (ff.holding(q, qd, True, True) - gravity)
