@@ -17,6 +17,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..model import RobotModel
 from ..models.robots import DEFAULT_ROBOT, load_robot
@@ -131,3 +132,11 @@ def experiment_friction_law(given: str | None) -> str:
     if law not in ("auto", *FRICTION_LAWS):
         raise RobotDynamicsError(f"--friction must be auto or one of {', '.join(FRICTION_LAWS)}, got {law!r}")
     return law
+
+
+def experiment_rate(given: float | None, profile: Any) -> float:
+    """An experiment's control rate: ``--rate`` as given, else the sensor profile's (a
+    :class:`~robot_dynamics.plant.SensorProfile` or None), else 1000 Hz."""
+    if given is not None:
+        return given
+    return profile.rate if profile is not None and profile.rate is not None else 1000.0

@@ -30,6 +30,7 @@ from ..errors import RobotDynamicsError
 from ._options import (
     add_robot_options,
     experiment_friction_law,
+    experiment_rate,
     joint_map_from_args,
     load_robot_from_args,
     narrator,
@@ -162,8 +163,7 @@ def run_closed_loop(args: argparse.Namespace) -> int:
     model = load_robot_from_args(args)
     overrides = _overrides(args.sensor_overrides)
     profile = _profile(args.sensors, overrides)
-    if args.rate is None:
-        args.rate = profile.rate if profile is not None and profile.rate is not None else 1000.0
+    args.rate = experiment_rate(args.rate, profile)
     for option in (
         "rate",
         "timestep",

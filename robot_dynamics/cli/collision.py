@@ -24,6 +24,7 @@ from ..errors import RobotDynamicsError
 from ._options import (
     add_robot_options,
     experiment_friction_law,
+    experiment_rate,
     joint_map_from_args,
     load_robot_from_args,
     narrator,
@@ -115,11 +116,9 @@ def run_collision(args: argparse.Namespace) -> int:
     from ..user_input import gains_error
 
     model = load_robot_from_args(args)
-    if args.rate is None:
-        from ..plant import load_sensor_profile
+    from ..plant import load_sensor_profile
 
-        profile = load_sensor_profile(args.sensor_profile) if args.sensor_profile else None
-        args.rate = profile.rate if profile is not None and profile.rate is not None else 1000.0
+    args.rate = experiment_rate(args.rate, load_sensor_profile(args.sensor_profile) if args.sensor_profile else None)
     for option in ("speed", "rate", "timestep", "reach", "bandwidth", "excitation_duration", "calibration_duration"):
         value = getattr(args, option)
         if not (math.isfinite(value) and value > 0.0):
