@@ -348,8 +348,9 @@ def fit_least_squares(
     unexcited."""
     prob = base_problem(ne, base, nominal, prior_weight)
     if prob.poorly_excited and prior_weight == 0.0:
-        equal = ne.with_weights(np.ones(ne.joints))
-        alike = prob if np.all(ne.weights == 1.0) else base_problem(equal, base, None, 0.0)
+        alike = (
+            prob if np.all(ne.weights == 1.0) else base_problem(ne.with_weights(np.ones(ne.joints)), base, None, 0.0)
+        )
         if alike.poorly_excited:
             raise IdentificationError(
                 "the data do not excite the base parameters " + ", ".join(alike.poorly_excited) + " (condition "

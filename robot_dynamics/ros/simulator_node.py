@@ -231,7 +231,7 @@ class SimulatorNode(RobotNode):
             self.reject(topic, "a message too short to hold a header stamp")
             return
         self.clock.observe(topic, header_stamp(raw))
-        if self.clock.awaiting and self.clock.ready:
+        if self.clock.ready:
             self._step_and_publish(answered=True)
 
     def _on_array_command(self, msg: Float64MultiArray, received_ns: int | None = None) -> None:
