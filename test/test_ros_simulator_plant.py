@@ -293,27 +293,32 @@ def rd_interfaces() -> Any:
     return import_module("robot_dynamics_interfaces.srv")
 
 
+def unspun_simulator(context: Any, namespace: str, **more: Any) -> SimulatorNode:
+    """A lock-step simulator whose handlers the test calls itself, in the order it chooses (no spinning)."""
+    params = {"robot_config": UR5, "engine": "mujoco", "lockstep": True, "rate": 1000.0, "backend": "python"}
+    params |= {"initial_position": START.tolist(), **more}
+    return SimulatorNode(
+        namespace=namespace, context=context, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]
+    )
+
+
+def stamped_state(names: list[str], stamp: int, effort: np.ndarray) -> JointState:
+    msg = JointState(name=names, effort=effort.tolist())
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+    return msg
+
+
 def test_a_reset_in_lockstep_gets_a_stamp_of_its_own(context: Any, ur5: Any) -> None:
     """The reset state is published one period later, so the answer to the state before the reset is
     late (counted, not applied to the reset state); the answer to the reset state steps from it."""
     from robot_dynamics_interfaces.srv import ResetSimulation
 
-    sim = SimulatorNode(
-        namespace="/plant_reset",
-        context=context,
-        parameter_overrides=[
-            Parameter(k, value=v)
-            for k, v in {"robot_config": UR5, "engine": "mujoco", "lockstep": True, "rate": 1000.0}.items()
-        ]
-        + [Parameter("backend", value="python"), Parameter("initial_position", value=START.tolist())],
-    )
+    sim = unspun_simulator(context, "/plant_reset")
     try:
         gravity = rd.gravity_torques(ur5, START)
 
         def answer(stamp: int, tau: np.ndarray) -> None:
-            msg = JointState(name=ur5.joint_names, effort=tau.tolist())
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
-            sim._on_joint_command(msg)
+            sim._on_joint_command(stamped_state(ur5.joint_names, stamp, tau))
 
         sim._lockstep_watch()  # the first state, t_0
         answer(1_000_000_000, gravity)  # steps: the state at t_1 is waiting
@@ -342,31 +347,15 @@ def test_a_lockstep_observer_holds_each_step_once_it_has_answered(context: Any, 
     from rclpy.serialization import serialize_message
 
     topic = "contact_node/external_torque"
-    sim = SimulatorNode(
-        namespace="/plant_observer",
-        context=context,
-        parameter_overrides=[
-            Parameter(k, value=v)
-            for k, v in {"robot_config": UR5, "engine": "mujoco", "lockstep": True, "rate": 1000.0}.items()
-        ]
-        + [
-            Parameter("backend", value="python"),
-            Parameter("initial_position", value=START.tolist()),
-            Parameter("lockstep_observers", value=[topic]),
-        ],
-    )
+    sim = unspun_simulator(context, "/plant_observer", lockstep_observers=[topic])
     try:
         gravity = rd.gravity_torques(ur5, START)
 
         def answer(stamp: int) -> None:
-            msg = JointState(name=ur5.joint_names, effort=gravity.tolist())
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
-            sim._on_joint_command(msg)
+            sim._on_joint_command(stamped_state(ur5.joint_names, stamp, gravity))
 
         def observe(stamp: int) -> None:
-            msg = JointState(name=ur5.joint_names, effort=[0.0] * 6)
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
-            sim._on_observer(topic, serialize_message(msg))
+            sim._on_observer(topic, serialize_message(stamped_state(ur5.joint_names, stamp, np.zeros(6))))
 
         t0 = 1_000_000_000
         sim._lockstep_watch()  # the first state, t_0
