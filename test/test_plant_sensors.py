@@ -3,9 +3,11 @@
 Every element against a hand computation on a stand-in plant whose motion is known in closed form
 (:class:`Ramp`: constant velocity, whatever the torque; it records the torques it was given):
 quantization, the velocity estimator's response, delays counted in steps, the torque constant on the
-command and not on the reading, the ripple's period mean, the link-side scale, offset and drift. Then
-determinism from the seed, the profiles (load, extend, override, errors), both engines wrapped, the
-ideal profile = the bare plant, the model engine's physics substeps, and run_plant's truth.
+command and not on the reading, the ripple's period mean, the link-side scale, offset and drift, the
+drive's torque loop. Then determinism from the seed, the profiles (load, extend, override, errors), both
+engines wrapped, the ideal profile = the bare plant, the model engine's physics substeps, run_plant's
+truth; on a MuJoCo plant with joint friction the torque loop's link torque following the command, and the
+experiment's case D (the plant's link-side inverse dynamics through the loop).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import robot_dynamics as rd
 from robot_dynamics.bag import read_joint_states
 from robot_dynamics.control import ControlLaw, Controller, ControlSettings
 from robot_dynamics.errors import ModelError
+from robot_dynamics.experiment.motion import drive_factor, planned_motion, plant_efforts
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.plant import (
     IDEAL,
@@ -39,9 +42,14 @@ from robot_dynamics.plant import (
 )
 from robot_dynamics.plant.run import run_plant, write_run_bag
 from robot_dynamics.plant.sensor_profile import parse_sensor_profile
+from robot_dynamics.plant.true_model import link_side
 
 UR5 = str(EXAMPLE_ROBOTS / "ur_description/urdf/ur5_robot.urdf")
 T = 0.002
+UR5_START = np.array([0.0, -1.2, 1.4, -1.6, -1.57, 0.3])
+UR5_JOINT_TERMS = "damping: [2.0, 2.0, 1.5, 0.5, 0.5, 0.3]\nfriction: [4.0, 4.0, 3.0, 1.0, 1.0, 0.8]\n"
+UR5_JOINT_TERMS += "armature: [0.15, 0.15, 0.1, 0.02, 0.02, 0.02]\n"
+QUIET = {"torque": {"noise": 0.0, "offset": 0.0, "drift": {"random_walk": 0.0}}}  # franka's sensors without noise
 
 
 @pytest.fixture(scope="module")
@@ -215,6 +223,75 @@ def test_noise_and_random_walk_have_their_standard_deviations(puma: RobotModel) 
     assert np.allclose(increments, expected, rtol=0.1)
 
 
+def test_torque_loop_corrects_the_motor_command_from_the_link_side_reading(puma: RobotModel) -> None:
+    e, s, o = np.array([0.04, -0.03, 0.0, 0.02, 0.0, 0.05]), np.array([0.01, 0.0, -0.02, 0.0, 0.03, 0.0]), 0.2
+    f = np.array([100.0, 30.0, 100.0, 10.0, 0.0, 60.0])  # Hz; joint 5 has no loop
+    document = {
+        "actuator": {"constant_error": e.tolist(), "torque_loop": {"bandwidth": f.tolist()}},
+        "torque": {"sensing": "link", "scale_error": s.tolist(), "offset": o},
+    }
+    plant = sensed(puma, document)
+    a = 1.0 - np.exp(-2.0 * math.pi * f * T)
+    u, c = np.linspace(-4.0, 4.0, 6), np.zeros(6)
+    for k in range(200):
+        applied = plant.step(u)
+        # by hand: the motor applies (1 + e)(u + c), the Ramp's link torque is 2 tau + 1, the drive reads
+        # (1 + s) tau_J + o and integrates the error into the next period's correction
+        assert np.allclose(applied, (1.0 + e) * (u + c), rtol=1e-12, atol=1e-12), k
+        link = 2.0 * applied + 1.0
+        reading = (1.0 + s) * link + o
+        assert np.allclose(plant.effort, reading, rtol=1e-12, atol=1e-12)
+        c = c + a * (u - reading)
+    # the link torque settles where the reading equals the command: (u - o) / (1 + s), whatever the motor's
+    # constant and the torque lost between motor and link; without a loop (joint 5) it stays 2 u + 1
+    link = plant.true_link_torque
+    assert link is not None
+    loop = f > 0
+    assert np.allclose(link[loop], ((u - o) / (1.0 + s))[loop], rtol=0, atol=1e-9)
+    assert link[4] == 2.0 * u[4] + 1.0
+    plant.reset(np.zeros(6), np.zeros(6))  # a reset starts the correction again
+    assert np.allclose(plant.step(u), (1.0 + e) * u, rtol=1e-15, atol=0)
+
+
+def track_link_torque(bandwidth: float, plant_file: Path, ur5: RobotModel, steps: int = 1500) -> FloatArray:
+    """RMS of (true link torque - the command the drive had) per joint, a PD about the start pose plus a
+    1 Hz sine, on the deviated MuJoCo UR5 with franka's sensors (no noise) and the given torque loop."""
+    overrides = {**QUIET, "actuator": {"torque_loop": {"bandwidth": bandwidth}}}
+    options = PlantOptions(
+        engine="mujoco", deviations=str(plant_file), sensor_profile="franka", sensor_overrides=overrides
+    )
+    plant = make_plant(options, ur5, 0.001, UR5)
+    plant.reset(UR5_START, np.zeros(6))
+    inertia = np.diag(rd.inertia_matrix(ur5, UR5_START))
+    kp, kd, gravity = inertia * 100.0, inertia * 20.0, rd.gravity_torques(ur5, UR5_START)
+    amplitude = np.array([6.0, 6.0, 4.0, 1.5, 1.5, 1.0])
+    errors, held = [], None
+    for k in range(steps):
+        u = (
+            gravity
+            + kp * (UR5_START - plant.q)
+            - kd * plant.qd
+            + amplitude * np.sin(2 * math.pi * k * 1e-3 + np.arange(6))
+        )
+        plant.step(u)
+        if held is not None and k >= 300:  # the command delay: the drive applies the command of the step before
+            errors.append(plant.true_link_torque - held)
+        held = plant.limit(u)
+    return np.sqrt(np.mean(np.square(errors), axis=0))
+
+
+def test_torque_loop_makes_the_link_torque_follow_the_command_despite_joint_friction(
+    ur5: RobotModel, tmp_path: Path
+) -> None:
+    plant_file = tmp_path / "plant.yaml"
+    plant_file.write_text(UR5_JOINT_TERMS)
+    with_loop, without = track_link_torque(100.0, plant_file, ur5), track_link_torque(0.0, plant_file, ur5)
+    # without the loop the link lacks the joint's friction, damping and rotor torque (Coulomb 0.8-4 N m)
+    assert np.all(without > 0.5), without
+    # with it the link receives the command, up to the loop's response to friction reversals and inertia
+    assert np.all(with_loop < 0.15 * without), (with_loop, without)
+
+
 # -- determinism and draws --------------------------------------------------------------------------------
 def record(plant: Plant, steps: int = 50) -> FloatArray:
     rows = []
@@ -239,6 +316,24 @@ def test_everything_random_comes_from_the_seed_and_a_reset_repeats_it(puma: Robo
     assert not np.allclose(first, record(c))
     a.reset(puma.named_poses["qn"], np.zeros(6))
     assert np.array_equal(record(a), first)  # a reset starts the streams, filters and delays again
+
+
+def test_the_torque_loop_repeats_after_a_reset(puma: RobotModel) -> None:
+    def make() -> SensedPlant:
+        plant = make_plant(PlantOptions(sensor_profile="franka"), puma, 0.001, "puma560")
+        assert isinstance(plant, SensedPlant) and plant.torque_loop
+        plant.reset(puma.named_poses["qn"], np.zeros(6))
+        return plant
+
+    a = make()
+    first = record(a, 300)
+    assert np.array_equal(first, record(make(), 300))  # the same profile: the same numbers
+    a.reset(puma.named_poses["qn"], np.zeros(6))
+    assert np.array_equal(record(a, 300), first)  # the correction starts again from zero
+    quiet = make_plant(PlantOptions(sensor_profile="franka", sensor_overrides=QUIET), puma, 0.001, "puma560")
+    quiet.reset(puma.named_poses["qn"], np.zeros(6))
+    # the commands do not depend on the state: without the loop the applied torques would be equal
+    assert not np.allclose(record(quiet, 300)[:, -6:], first[:, -6:])  # the sensor's noise reaches them
 
 
 def test_draws_lie_in_their_distribution_and_keys_draw_apart(puma: RobotModel) -> None:
@@ -301,6 +396,19 @@ def test_a_profile_file_extends_another_and_overrides_apply_on_top(tmp_path: Pat
         ({"gear_ratio": 0}, "test.yaml: gear_ratio: must be > 0, got 0"),
         ({"velocity": {"order": 3}}, "test.yaml: velocity.order: must be one of [1, 2], got 3"),
         ({"rate": "fast"}, "test.yaml: rate: expected a number"),
+        (
+            {"actuator": {"torque_loop": {"bandwidth": [100.0, -5.0]}}},
+            "test.yaml: actuator.torque_loop.bandwidth[1]: must be >= 0, got -5.0",
+        ),
+        (
+            {"actuator": {"torque_loop": {"bandwith": 100.0}}},
+            "test.yaml: actuator.torque_loop.bandwith: unknown key (did you mean 'actuator.torque_loop.bandwidth'?)",
+        ),
+        ({"actuator": {"torque_loop": 100.0}}, "test.yaml: actuator.torque_loop: expected a mapping, got 100.0"),
+        (
+            {"actuator": {"torque_loop": {"bandwidth": {"uniform": 10.0}}}},
+            "test.yaml: actuator.torque_loop.bandwidth.uniform: this key cannot be drawn",
+        ),
         ([1, 2], "test.yaml: expected a mapping of profile keys"),
     ],
 )
@@ -325,6 +433,25 @@ def test_bad_profile_files(tmp_path: Path, puma: RobotModel) -> None:
     unknown = r"names\.yaml: torque\.noise\[jiont3\]: no such joint \(did you mean 'joint3'\?\)"
     with pytest.raises(ModelError, match=unknown):
         make_plant(PlantOptions(sensor_profile=str(tmp_path / "names.yaml")), puma, T, "puma560")
+
+
+def test_a_torque_loop_needs_link_side_torque_sensors(puma: RobotModel, tmp_path: Path) -> None:
+    names = [[n] for n in puma.joint_names]
+    message = (
+        "sensor_overrides: actuator.torque_loop.bandwidth: the drive's torque loop closes on link-side joint torque "
+        "sensors: it needs torque.sensing: link (the profile reads 'motor')"
+    )
+    overrides = {"actuator": {"torque_loop": {"bandwidth": 50.0}}}
+    with pytest.raises(ModelError) as info:
+        load_sensor_profile("ur_e_series", overrides, label="sensor_overrides").resolve(names)
+    assert str(info.value) == message
+    (tmp_path / "loop.yaml").write_text("base: ur_e_series\nactuator: {torque_loop: {bandwidth: {joint2: 50.0}}}\n")
+    with pytest.raises(ModelError, match=r"^loop\.yaml: actuator\.torque_loop\.bandwidth: the drive's torque loop"):
+        make_plant(PlantOptions(sensor_profile=str(tmp_path / "loop.yaml")), puma, T, "puma560")
+    # the bundled arms with link-side sensors close the loop; the others do not
+    for name, on in (("franka", True), ("kuka_iiwa", True), ("ur_e_series", False), ("industrial_125hz", False)):
+        bandwidth = load_sensor_profile(name).resolve(names)["actuator.torque_loop.bandwidth"]
+        assert bool(bandwidth.all()) is on and bool(bandwidth.any()) is on, name
 
 
 # -- wiring: make_plant, both engines, the ideal profile, substeps -----------------------------------------------
@@ -405,6 +532,35 @@ def test_run_plant_records_the_measured_and_the_true_signals(puma: RobotModel, t
     assert np.array_equal(measured.position, run.q) and np.array_equal(true.position, run.true_q)
     assert true.effort is not None and np.array_equal(true.effort, run.applied)
     assert np.array_equal(measured.stamps, true.stamps)
+
+
+# -- the experiment's case D through the drive ------------------------------------------------------------------
+def test_case_d_commands_the_link_side_torques_through_a_torque_loop(ur5: RobotModel, tmp_path: Path) -> None:
+    plant_file = tmp_path / "plant.yaml"
+    plant_file.write_text(UR5_JOINT_TERMS)
+    motion = planned_motion(ur5, UR5_START, duration=3.0, reach=0.4, seed=1)
+    points = list(zip(motion.positions, motion.velocities, motion.accelerations, strict=True))
+    franka = make_plant(
+        PlantOptions(engine="mujoco", deviations=str(plant_file), sensor_profile="franka"), ur5, 0.001, UR5
+    )
+    assert isinstance(franka, SensedPlant)
+    s = franka.sensors["torque.scale_error"]
+    assert np.all(s != 0.0) and np.array_equal(drive_factor(franka, 6), 1.0 / (1.0 + s))
+    link = np.array([franka.inverse_dynamics(q, qd, qdd, link_side=True) for q, qd, qdd in points])
+    # the link-side torques: the rigid links' inverse dynamics of the plant's true model, without the
+    # joints' friction, damping and rotor inertia (which the loop supplies)
+    rigid = rd.inverse_dynamics(link_side(franka.true_model), motion.positions, motion.velocities, motion.accelerations)
+    assert np.allclose(link, rigid, rtol=0, atol=1e-8 * np.abs(rigid).max())
+    full = np.array([franka.inverse_dynamics(q, qd, qdd) for q, qd, qdd in points])
+    assert np.abs(full - link).max() > 1.0  # the joint terms are not small here
+    assert np.allclose(plant_efforts(franka, motion), link * (1.0 + s), rtol=1e-14, atol=0)
+    # a drive without the loop (motor-current sensing): mj_inverse through the torque constants, as before
+    ur = make_plant(
+        PlantOptions(engine="mujoco", deviations=str(plant_file), sensor_profile="ur_e_series"), ur5, 0.002, UR5
+    )
+    e = ur.sensors["actuator.constant_error"]  # type: ignore[attr-defined]
+    assert np.array_equal(drive_factor(ur, 6), 1.0 + e)
+    assert np.allclose(plant_efforts(ur, motion), full / (1.0 + e), rtol=1e-14, atol=0)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("layout", ["sys.prefix", "AMENT_PREFIX_PATH"])

@@ -14,8 +14,9 @@ plant that deviates from the robot file, through the real nodes over DDS in lock
   plain method) sent as the trajectory's efforts (such a fit often makes no robot file): the baseline
   identify's choices are measured against;
 * **D** PD + the plant's own exact inverse dynamics (MuJoCo's ``mj_inverse``, friction included) sent as
-  the trajectory's efforts, as the plant's drive must be commanded to apply them: the limit a model of
-  the plant can reach.
+  the trajectory's efforts, as the plant's drive must be commanded to apply them (behind a drive that
+  closes a torque loop on its link-side sensors, the rigid links' torques: the loop supplies the joints'
+  friction): the limit a model of the plant can reach.
 
 With a sensor profile (``--sensors``) the simulator measures the plant as a real arm's driver does, the
 controller and ``identify`` see only the measured signals, and tracking is scored on the true state.

@@ -20,7 +20,10 @@
   torques (:func:`fitted_efforts`: identified parameters that need not make a robot file) or the
   plant's own exact inverse dynamics (:func:`plant_efforts`, MuJoCo's ``mj_inverse``) as the plant's drive
   must be commanded to apply them: with a sensor profile, divided by each joint's torque-constant factor
-  ``1 + e_j`` (:class:`~robot_dynamics.plant.sensors.SensedPlant` applies ``(1 + e_j) u``).
+  ``1 + e_j`` (:class:`~robot_dynamics.plant.sensors.SensedPlant` applies ``(1 + e_j) u``); on a joint
+  whose drive closes a torque loop on its link-side sensor, the link-side torques of the motion (the
+  rigid links' inverse dynamics: the loop supplies the joint's friction, damping and rotor inertia)
+  times ``1 + s_j``, the sensor's scale (the loop makes the reading equal the command).
 * :func:`first_contact`: whether the plant's links touch anywhere along a motion.
 """
 
@@ -32,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from robot_dynamics.dynamics import inverse_dynamics
 from robot_dynamics.errors import RobotDynamicsError
@@ -185,29 +189,51 @@ def model_efforts(model: RobotModel, motion: Motion, *, friction: bool = True, s
 
 
 class ExactPlant(Protocol):
-    def inverse_dynamics(self, q: FloatArray, qd: FloatArray, qdd: FloatArray) -> FloatArray: ...
+    def inverse_dynamics(
+        self, q: FloatArray, qd: FloatArray, qdd: FloatArray, *, link_side: bool = False
+    ) -> FloatArray: ...
 
     def contacts(self, q: FloatArray) -> list[tuple[str, str]]: ...
+
+
+def torque_loop(plant: object, dof: int) -> npt.NDArray[np.bool_]:
+    """Per joint, whether the plant's drive closes a torque loop on its link-side sensor
+    (:class:`~robot_dynamics.plant.sensors.SensedPlant`, step 7); none on a bare plant."""
+    sensors = getattr(plant, "sensors", None)
+    if sensors is None:
+        return np.zeros(dof, dtype=bool)
+    return np.asarray(sensors["actuator.torque_loop.bandwidth"], dtype=np.float64) > 0.0
 
 
 def drive_factor(plant: object, dof: int) -> FloatArray:
     """Per joint, the torque a plant's drive applies per unit commanded: ``1 + e_j``, ``e_j`` the motor's
     torque-constant error of its sensor profile (:class:`~robot_dynamics.plant.sensors.SensedPlant`,
-    step 2: applied ``(1 + e_j) u (1 + a_j r_j)``); ones for a bare plant. The ripple ``a_j r_j``, a
-    function of the rotor angle hundreds of cycles per joint radian, is left out: no model holds it."""
+    step 2: applied ``(1 + e_j) u (1 + a_j r_j)``); with a torque loop (:func:`torque_loop`) the link-side
+    torque per unit commanded, ``1 / (1 + s_j)``, ``s_j`` the link-side sensor's scale error (step 7: the
+    loop makes the reading ``(1 + s_j) tau_J`` equal the command); ones for a bare plant. The ripple
+    ``a_j r_j``, a function of the rotor angle hundreds of cycles per joint radian, and the sensor's
+    offset and drift (which the loop turns into torque errors) are left out: no model holds them."""
     sensors = getattr(plant, "sensors", None)
     if sensors is None:
         return np.ones(dof)
-    return 1.0 + np.asarray(sensors["actuator.constant_error"], dtype=np.float64)
+    motor = 1.0 + np.asarray(sensors["actuator.constant_error"], dtype=np.float64)
+    link = 1.0 / (1.0 + np.asarray(sensors["torque.scale_error"], dtype=np.float64))
+    return np.where(torque_loop(plant, dof), link, motor)
 
 
 def plant_efforts(plant: ExactPlant, motion: Motion) -> FloatArray:
     """The plant's exact inverse dynamics at every point as its drive must be commanded to apply them:
-    ``mj_inverse / (1 + e)`` (:func:`drive_factor`; MuJoCo's ``mj_inverse`` takes one state per call: one
+    ``mj_inverse / drive_factor``, on the joints with a torque loop the link-side torques of the motion
+    (:func:`drive_factor`, :func:`torque_loop`; MuJoCo's ``mj_inverse`` takes one state per call: one
     call per point, ~10 µs each)."""
-    points = zip(motion.positions, motion.velocities, motion.accelerations, strict=True)
+    points = list(zip(motion.positions, motion.velocities, motion.accelerations, strict=True))
+    dof = motion.positions.shape[1]
+    loop = torque_loop(plant, dof)
     torques = np.array([plant.inverse_dynamics(q, qd, qdd) for q, qd, qdd in points])
-    return torques / drive_factor(plant, torques.shape[1])
+    if loop.any():
+        link = np.array([plant.inverse_dynamics(q, qd, qdd, link_side=True) for q, qd, qdd in points])
+        torques = np.where(loop, link, torques)
+    return torques / drive_factor(plant, dof)
 
 
 def fitted_efforts(model: RobotModel, motion: Motion, theta: FloatArray, pset: ParameterSet) -> FloatArray:

@@ -295,12 +295,19 @@ def markdown(summary: Mapping[str, Any]) -> str:
     ]
     profile = s.get("sensor_profile")
     if profile:
+        drive = (
+            "drive factors (torque applied per unit commanded: 1 + e; behind a torque loop the link side, "
+            f"1 / (1 + s)) = {[round(v, 4) for v in profile['drive_factor']]}"
+        )
+        loops = profile.get("torque_loop_hz") or []
+        if any(loops):
+            drive += f", torque loop bandwidths {loops} Hz"
         lines += [
             "",
             f"Sensors: profile `{profile['name']}` ({profile['description']}), measurement delay "
             f"{profile['measurement_delay_s'] * 1e3:g} ms, command delay {profile['command_delay_s'] * 1e3:g} ms, "
-            f"torque constant factors 1 + e = {[round(v, 4) for v in profile['drive_factor']]}. The controller and "
-            "identify see the measured state; tracking is scored on the true state (the measured one beside it).",
+            f"{drive}. The controller and identify see the measured state; tracking is scored on the true state "
+            "(the measured one beside it).",
         ]
     lines += [
         "",

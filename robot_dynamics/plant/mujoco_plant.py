@@ -14,7 +14,9 @@
   joint, and are left out. Averaged over the period's steps.
 * **Exact inverse dynamics** (:meth:`MujocoPlant.inverse_dynamics`): ``mj_inverse`` at a desired
   ``(q, qd, qdd)`` on a separate ``MjData``: the joint torque that gives that acceleration in the
-  plant, with armature, passive damping and the friction-loss constraint force (no external wrench).
+  plant, with armature, passive damping and the friction-loss constraint force (no external wrench);
+  or (``link_side=True``) the link-side torque of that motion, the same formula as the reading's with
+  ``qfrc_inverse`` for ``qfrc_applied``: the rigid links' ``M(q) qdd + h + c``.
 * **True model** (:attr:`MujocoPlant.true_model`): :func:`robot_dynamics.plant.true_model.true_model`.
 * **Obstacles** (:mod:`robot_dynamics.plant.obstacles`, :mod:`robot_dynamics.plant.mujoco_obstacles`):
   boxes and cylinders in the world, the arm's only contacts; the force each exerts on the arm
@@ -169,7 +171,7 @@ class MujocoPlant(Plant):
             else:
                 mujoco.mj_step(m, d)
             if link:  # the step's forces and acceleration stay in d after the integration
-                transmitted += self._transmitted()
+                transmitted += self._transmitted(d, d.qfrc_applied)
             if contacts is not None:  # the step's contacts and forces, too
                 f, mo = obstacle_forces(m, d, contacts)
                 force += f
@@ -181,12 +183,13 @@ class MujocoPlant(Plant):
         if not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all()):
             raise StateError(f"the MuJoCo state became non-finite (warnings: {self._warnings()})")
 
-    def _transmitted(self) -> FloatArray:
-        """The torque each joint passed on to its link over the step just taken (module docstring)."""
-        d, m, dof = self.data, self.mjmodel, self.compiled.dof
+    def _transmitted(self, d: mujoco.MjData, applied: FloatArray) -> FloatArray:
+        """The torque each joint passes on to its link (module docstring) in ``d``'s step or inverse
+        dynamics, ``applied`` the joint torque there (``qfrc_applied``, or ``qfrc_inverse``)."""
+        m, dof = self.mjmodel, self.compiled.dof
         rows = d.efc_type[: d.nefc] == FRICTION_DOF
         loss = np.bincount(d.efc_id[: d.nefc][rows], d.efc_force[: d.nefc][rows], m.nv)
-        return np.asarray(d.qfrc_applied[dof] + d.qfrc_passive[dof] + loss[dof] - m.dof_armature[dof] * d.qacc[dof])
+        return np.asarray(applied[dof] + d.qfrc_passive[dof] + loss[dof] - m.dof_armature[dof] * d.qacc[dof])
 
     def _warnings(self) -> str:
         """MuJoCo's warning counters that are set, by name (``mjtWarning`` is a pybind11 enum: not iterable)."""
@@ -194,8 +197,12 @@ class MujocoPlant(Plant):
         return ", ".join(f"{mujoco.mjtWarning(i).name}: {n}" for i, n in counts) or "none"
 
     # -- what the plant knows about itself --------------------------------------------------------
-    def inverse_dynamics(self, q: FloatArray, qd: FloatArray, qdd: FloatArray) -> FloatArray:
-        """The joint torque that gives ``qdd`` at ``(q, qd)`` in this plant (``mj_inverse``), one state."""
+    def inverse_dynamics(
+        self, q: FloatArray, qd: FloatArray, qdd: FloatArray, *, link_side: bool = False
+    ) -> FloatArray:
+        """The joint torque that gives ``qdd`` at ``(q, qd)`` in this plant (``mj_inverse``), one state; with
+        ``link_side`` the torque the joints then pass on to their links (the link-side torque of the module
+        docstring: ``mj_inverse``'s torque less the joints' damping, friction loss and armature)."""
         values = [np.asarray(v, dtype=np.float64) for v in (q, qd, qdd)]
         n = self.model.dof
         for label, v in zip(("q", "qd", "qdd"), values, strict=True):
@@ -205,6 +212,8 @@ class MujocoPlant(Plant):
         d.qpos[:], d.qvel[:], d.qacc[:] = self.data.qpos, 0.0, 0.0
         d.qpos[self.compiled.qpos], d.qvel[self.compiled.dof], d.qacc[self.compiled.dof] = values
         mujoco.mj_inverse(self.mjmodel, d)
+        if link_side:
+            return self._transmitted(d, d.qfrc_inverse)
         return np.array(d.qfrc_inverse[self.compiled.dof])
 
     def contacts(self, q: FloatArray) -> list[tuple[str, str]]:

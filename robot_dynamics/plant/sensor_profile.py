@@ -14,7 +14,8 @@ key)::
     gear_ratio: 101                                    # rotor angle = gear_ratio * joint angle
     encoder: {side: motor, counts_per_revolution: 65536, noise: 0.0}
     velocity: {estimator: difference, cutoff: 100.0, order: 1}
-    actuator: {constant_error: {uniform: 0.05}, ripple: {amplitude: 0.01, order: 6, phase: {uniform: 3.14159}}}
+    actuator: {constant_error: {uniform: 0.05}, ripple: {amplitude: 0.01, order: 6, phase: {uniform: 3.14159}},
+               torque_loop: {bandwidth: 0.0}}   # Hz, per joint: the drive's loop on the link-side sensor (0: none)
     torque: {sensing: motor, noise: [0.6, 0.6, 0.6, 0.15], offset: {normal: 0.1}, scale_error: 0.0,
              drift: {rate: 0.0, random_walk: 0.0}}
 
@@ -33,7 +34,9 @@ profile, then the overrides):
   only, the others keep the value the earlier files gave.
 
 Bad input is a :class:`~robot_dynamics.errors.ModelError` naming the file and the field, e.g.
-``my_arm.yaml: torque.noise[2]: must be >= 0, got -0.1``.
+``my_arm.yaml: torque.noise[2]: must be >= 0, got -0.1``; a torque loop (``actuator.torque_loop.bandwidth``
+> 0) closes on link-side torque sensors, so it needs ``torque.sensing: link`` (checked when the joints are
+resolved: the two keys may come from different files).
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ KEYS: tuple[Key, ...] = (
     Key("actuator.ripple.amplitude", "joints", 0.0, 0.0),
     Key("actuator.ripple.order", "joints", 0.0, 0.0),
     Key("actuator.ripple.phase", "joints", 0.0, random=True),
+    Key("actuator.torque_loop.bandwidth", "joints", 0.0, 0.0),
     Key("torque.sensing", "choice", "motor", choices=("motor", "link")),
     Key("torque.noise", "joints", 0.0, 0.0),
     Key("torque.offset", "joints", 0.0, random=True),
@@ -196,6 +200,15 @@ class SensorProfile:
                             )
                         out[lookup[name]] = v
             values[spec.name] = out
+        loop = "actuator.torque_loop.bandwidth"
+        if values[loop].any() and self.torque_sensing != "link":
+            source = self.given[loop][-1][0]
+            raise ModelError(
+                source,
+                loop,
+                "the drive's torque loop closes on link-side joint torque sensors: it needs torque.sensing: link "
+                f"(the profile reads {self.torque_sensing!r})",
+            )
         return ResolvedSensors(self, values, tuple(notes))
 
 

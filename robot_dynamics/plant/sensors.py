@@ -10,12 +10,15 @@ step of duration ``T`` (one control period) from sample ``k`` to ``k + 1``:
 1. **Command delay** ``d_c`` periods: the command given at step ``k`` (limited to the effort limits,
    counted as a bare plant counts) reaches the drive at step ``k + d_c``; until then the drive holds
    the first command it was given after a reset (it was holding the arm when control began).
-2. **Actuator**: the drive turns the command ``u`` into current with its nominal torque constant; the
-   motor's constant is ``(1 + e_j)`` times that, and its torque ripples over the rotor angle
-   ``theta = G_j q`` (``G_j`` the gear ratio): the torque really applied over the period is
-   ``tau_j = (1 + e_j) u_j (1 + a_j r_j)``, ``r_j`` the mean of ``sin(h_j theta + phi_j)`` over the
+2. **Actuator**: the drive turns its motor command ``m = u + c`` (``c`` the torque loop's correction,
+   step 7; ``m = u`` without a loop) into current with its nominal torque constant; the motor's
+   constant is ``(1 + e_j)`` times that, and its torque ripples over the rotor angle ``theta = G_j q``
+   (``G_j`` the gear ratio): the torque really applied over the period is
+   ``tau_j = (1 + e_j) m_j (1 + a_j r_j)``, ``r_j`` the mean of ``sin(h_j theta + phi_j)`` over the
    period at the rotor's speed at its start: ``sin(h theta_0 + phi + h w T / 2) sinc(h w T / 2)``,
-   ``w = G qd_0``. The inner plant integrates ``tau`` as it is (the drive's limit was on ``u``).
+   ``w = G qd_0``. The inner plant integrates ``tau`` as it is (the drive's limit was on ``u``; the
+   correction is not limited). The joint's friction, damping and rotor inertia (the inner plant's)
+   act between ``tau`` and the link.
 3. **Encoder**: ``q~ = D round((q + n_q) / D)``, ``D = 2 pi / (counts [* G])`` (link or motor side; no
    quantization for ``counts = 0``), ``n_q`` white with standard deviation ``sigma_q``.
 4. **Velocity** as drivers estimate it: ``x = (q~_k+1 - q~_k) / T`` through ``order`` first-order
@@ -28,10 +31,23 @@ step of duration ``T`` (one control period) from sample ``k`` to ``k + 1``:
 6. **Measurement delay** ``d_m`` periods: ``q``, ``qd``, ``effort`` are the measurement of ``d_m``
    steps ago (at a reset the buffer is filled with the reset state's measurement; the effort reading
    with zeros).
+7. **Torque loop** (``actuator.torque_loop.bandwidth`` ``f_j`` > 0; link sensing only): the drive's own
+   joint-torque controller on the link-side sensor, as torque-controlled arms close it (the Franka's
+   "gravity and friction compensated joint level torque commands", the iiwa's): an integral correction
+   ``c' = 2 pi f (u - r)`` on the error between the command and the sensor's reading ``r`` (step 5, with
+   its scale error, offset, drift and noise; the drive reads it before the measurement delay), held over
+   a period and updated at its end: ``c_k+1 = c_k + (1 - exp(-2 pi f T)) (u_k - r_k)``, ``c_0 = 0`` at
+   a reset. A disturbance ``L`` between motor and link (friction, damping, ``armature * qdd``) then
+   reaches the link high-passed at ``f``: ``c`` is ``L`` low-passed at ``f`` and the link torque
+   ``tau_J = (1 + e)(u + c) - L`` settles at ``(u - o - d) / (1 + s)``; the sensor's noise enters the
+   applied torque low-passed at ``f``. The loop runs at the control rate (the inner plant's physics
+   steps are inside its step; at the Franka's 1 kHz with MuJoCo's default 1 ms timestep the two rates
+   are one).
 
 Every random number comes from the profile's seed: the per-joint draws at resolution
 (:meth:`SensorProfile.resolve`), the noise streams here (one per signal); :meth:`SensedPlant.reset`
-starts the streams, filters, drift and delays again, so a run after a reset repeats exactly.
+starts the streams, filters, drift, delays and the torque loop's correction again, so a run after a
+reset repeats exactly.
 Prismatic joints read the numbers in their own units (m for rad, N for N m; the gear ratio in rotor
 radians per metre). Attributes the wrapper does not have (``true_model``, ``inverse_dynamics``,
 ``data`` ...) are the inner plant's.
@@ -97,6 +113,8 @@ class SensedPlant(Plant):
         self.ripple = v["actuator.ripple.amplitude"] if v["actuator.ripple.amplitude"].any() else None
         self.rotor_harmonic = v["actuator.ripple.order"] * self.gear  # h G: ripple cycles per joint radian
         self.phase = v["actuator.ripple.phase"]
+        self.loop_rate = 2.0 * np.pi * v["actuator.torque_loop.bandwidth"]  # rad/s; 0: no loop on that joint
+        self.torque_loop = bool(self.loop_rate.any())
         counts = v["encoder.counts_per_revolution"]
         per_rev = counts * (self.gear if profile.value("encoder.side") == "motor" else 1.0)
         self.resolution = np.divide(2.0 * np.pi, per_rev, out=np.zeros(n), where=per_rev > 0)
@@ -191,6 +209,7 @@ class SensedPlant(Plant):
         self._c = 0
         self.effort = np.zeros(n)
         self.applied = np.zeros(n)
+        self._correction = np.zeros(n)  # the torque loop's c (step 7)
 
     def _encoder(self, q: FloatArray) -> FloatArray:
         if self.position_noise is not None:
@@ -227,11 +246,11 @@ class SensedPlant(Plant):
         self.inner._stepped(tau)
 
     def step(self, tau: FloatArray, duration: float | None = None) -> FloatArray:
-        """Apply ``tau`` (limited, delayed, through the actuator) for ``duration`` s (default one period),
-        measure; the torque really applied (the measured reading is :attr:`effort`)."""
+        """Apply ``tau`` (limited, delayed, through the torque loop and the actuator) for ``duration`` s
+        (default one period), measure; the torque really applied (the measured reading is :attr:`effort`)."""
         T = self.period if duration is None else float(duration)
         u = self._delayed(self.limit(tau)) if self.delay_c else self.limit(tau)
-        applied = self._actuator(u, T)
+        applied = self._actuator(u + self._correction if self.torque_loop else u, T)
         self._advance(applied, T)
         self.applied = applied
         self.steps += 1
@@ -258,6 +277,8 @@ class SensedPlant(Plant):
             reading = self.scale * self.inner.effort + self.offset + self._drift
         if self.torque_noise is not None:
             reading = reading + self.torque_noise * self._noise["torque.noise"].next()
+        if self.torque_loop:  # the drive's correction for the next period (step 7)
+            self._correction += -np.expm1(-self.loop_rate * T) * (u - reading)
         self._k += 1
         slot = self._k % len(self._q)
         self._q[slot], self._qd[slot], self._effort[slot] = measured, velocity, reading

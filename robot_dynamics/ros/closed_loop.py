@@ -414,6 +414,7 @@ class Experiment:
                 "measurement_delay_s": self.delays[0],
                 "command_delay_s": self.delays[1],
                 "drive_factor": drive_factor(self.plant, self.model.dof).tolist(),
+                "torque_loop_hz": self.plant.sensors["actuator.torque_loop.bandwidth"].tolist(),  # type: ignore[attr-defined]
                 "simulator": self.reported_profile,
             }
         summary = report.summarise(
