@@ -23,7 +23,8 @@
   ``1 + e_j`` (:class:`~robot_dynamics.plant.sensors.SensedPlant` applies ``(1 + e_j) u``); on a joint
   whose drive closes a torque loop on its link-side sensor, the link-side torques of the motion (the
   rigid links' inverse dynamics: the loop supplies the joint's friction, damping and rotor inertia)
-  times ``1 + s_j``, the sensor's scale (the loop makes the reading equal the command).
+  times ``1 + s_j``, the sensor's scale, plus its offset ``o_j`` (the loop makes the reading
+  ``(1 + s_j) tau_J + o_j`` equal the command).
 * :func:`first_contact`: whether the plant's links touch anywhere along a motion.
 """
 
@@ -221,11 +222,22 @@ def drive_factor(plant: object, dof: int) -> FloatArray:
     return np.where(torque_loop(plant, dof), link, motor)
 
 
+def drive_offset(plant: object, dof: int) -> FloatArray:
+    """Per joint, the command a plant's drive needs for no torque: behind a torque loop (:func:`torque_loop`)
+    the link-side sensor's offset ``o_j`` (the loop makes the reading ``(1 + s_j) tau_J + o_j`` equal the
+    command, so the offset is a torque it applies); zeros elsewhere (a reading's offset is the reading's
+    alone). The sensor's drift, which the loop applies too, changes with time: no model holds it."""
+    if not torque_loop(plant, dof).any():
+        return np.zeros(dof)
+    offset = np.asarray(plant.sensors["torque.offset"], dtype=np.float64)  # type: ignore[attr-defined]
+    return np.where(torque_loop(plant, dof), offset, 0.0)
+
+
 def plant_efforts(plant: ExactPlant, motion: Motion) -> FloatArray:
     """The plant's exact inverse dynamics at every point as its drive must be commanded to apply them:
-    ``mj_inverse / drive_factor``, on the joints with a torque loop the link-side torques of the motion
-    (:func:`drive_factor`, :func:`torque_loop`; MuJoCo's ``mj_inverse`` takes one state per call: one
-    call per point, ~10 µs each)."""
+    ``mj_inverse / drive_factor + drive_offset``, on the joints with a torque loop the link-side torques
+    of the motion (:func:`drive_factor`, :func:`drive_offset`, :func:`torque_loop`; MuJoCo's
+    ``mj_inverse`` takes one state per call: one call per point, ~10 µs each)."""
     points = list(zip(motion.positions, motion.velocities, motion.accelerations, strict=True))
     dof = motion.positions.shape[1]
     loop = torque_loop(plant, dof)
@@ -233,7 +245,7 @@ def plant_efforts(plant: ExactPlant, motion: Motion) -> FloatArray:
     if loop.any():
         link = np.array([plant.inverse_dynamics(q, qd, qdd, link_side=True) for q, qd, qdd in points])
         torques = np.where(loop, link, torques)
-    return torques / drive_factor(plant, dof)
+    return torques / drive_factor(plant, dof) + drive_offset(plant, dof)
 
 
 def fitted_efforts(model: RobotModel, motion: Motion, theta: FloatArray, pset: ParameterSet) -> FloatArray:

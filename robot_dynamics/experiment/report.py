@@ -301,7 +301,8 @@ def markdown(summary: Mapping[str, Any]) -> str:
         )
         loops = profile.get("torque_loop_hz") or []
         if any(loops):
-            drive += f", torque loop bandwidths {loops} Hz"
+            offsets = [round(v, 4) for v in profile.get("drive_offset") or []]
+            drive += f", torque loop bandwidths {loops} Hz (the sensor's offsets {offsets} N·m applied through it)"
         lines += [
             "",
             f"Sensors: profile `{profile['name']}` ({profile['description']}), measurement delay "

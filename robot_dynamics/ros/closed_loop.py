@@ -62,6 +62,7 @@ from robot_dynamics.experiment.motion import (
     ExperimentError,
     Motion,
     drive_factor,
+    drive_offset,
     first_contact,
     fitted_efforts,
     model_efforts,
@@ -414,6 +415,7 @@ class Experiment:
                 "measurement_delay_s": self.delays[0],
                 "command_delay_s": self.delays[1],
                 "drive_factor": drive_factor(self.plant, self.model.dof).tolist(),
+                "drive_offset": drive_offset(self.plant, self.model.dof).tolist(),
                 "torque_loop_hz": self.plant.sensors["actuator.torque_loop.bandwidth"].tolist(),  # type: ignore[attr-defined]
                 "simulator": self.reported_profile,
             }
