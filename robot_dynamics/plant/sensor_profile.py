@@ -34,9 +34,8 @@ profile, then the overrides):
   only, the others keep the value the earlier files gave.
 
 Bad input is a :class:`~robot_dynamics.errors.ModelError` naming the file and the field, e.g.
-``my_arm.yaml: torque.noise[2]: must be >= 0, got -0.1``; a torque loop (``actuator.torque_loop.bandwidth``
-> 0) closes on link-side torque sensors, so it needs ``torque.sensing: link`` (checked when the joints are
-resolved: the two keys may come from different files).
+``my_arm.yaml: torque.noise[2]: must be >= 0, got -0.1``; a torque loop needs ``torque.sensing: link``
+(checked when the joints are resolved: the two keys may come from different files).
 """
 
 from __future__ import annotations
@@ -202,13 +201,8 @@ class SensorProfile:
             values[spec.name] = out
         loop = "actuator.torque_loop.bandwidth"
         if values[loop].any() and self.torque_sensing != "link":
-            source = self.given[loop][-1][0]
-            raise ModelError(
-                source,
-                loop,
-                "the drive's torque loop closes on link-side joint torque sensors: it needs torque.sensing: link "
-                f"(the profile reads {self.torque_sensing!r})",
-            )
+            why = "the drive's torque loop closes on link-side joint torque sensors: it needs torque.sensing: link"
+            raise ModelError(self.given[loop][-1][0], loop, f"{why} (the profile reads {self.torque_sensing!r})")
         return ResolvedSensors(self, values, tuple(notes))
 
 
