@@ -77,7 +77,7 @@ START_ERRORS = [
     (
         DynamicsServiceNode,
         ["-p", "backend:=fortran"],
-        "parameter backend: expected one of ['native', 'python'], got 'fortran'",
+        "parameter backend: expected one of ['auto', 'native', 'python'], got 'fortran'",
     ),
     (
         SimulatorNode,

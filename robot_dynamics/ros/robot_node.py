@@ -25,6 +25,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
+from robot_dynamics._native import resolve_backend
 from robot_dynamics.dynamics import prepare
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.model import RobotModel
@@ -147,11 +148,12 @@ class RobotNode(CheckedParameterNode):
         )
         self.declare(
             "backend",
-            "native",
+            "auto",
             "engine backend: native (the model's programs compiled to C once, cached; falls back to python "
-            "with a warning when no C compiler is available) or python",
+            "with a warning when no C compiler is available), python, or auto (the engine's default: "
+            "$RD_BACKEND if set, else native when a C compiler is found)",
             read_only=True,
-            check=check_choice(("native", "python")),
+            check=check_choice(("auto", "native", "python")),
         )
         self.declare(
             "diagnostics_period",
@@ -243,7 +245,8 @@ class RobotNode(CheckedParameterNode):
             )
 
     def _set_model(self, model: RobotModel) -> None:
-        backend = str(self.param("backend"))
+        chosen = str(self.param("backend"))
+        backend = resolve_backend(None if chosen == "auto" else chosen)  # auto: $RD_BACKEND, else the compiler's
         self.backend = prepare(model, backend)  # compiles (or loads from the cache) before any message
         with self._model_lock:
             self.on_model(model)
