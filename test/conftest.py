@@ -49,6 +49,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # a crashing node process prints every thread's stack
     # Compiled engine/generated-code libraries go to a per-session cache (inherited by node processes),
     # so the tests neither depend on nor fill the user's ~/.cache/robot_dynamics.
+    # The engine's default backend in the tests (and their node processes, whose `backend` parameter is
+    # `auto`) is Python: each model a test builds would otherwise be traced and compiled to C (two hundred
+    # models, most of the suite's CPU time). The native programs are tested where a test asks for them
+    # (backend="native", the node parameter `backend: native`) against the Python ones.
+    os.environ.setdefault("RD_BACKEND", "python")
     if "ROBOT_DYNAMICS_CACHE" not in os.environ:
         os.environ["ROBOT_DYNAMICS_CACHE"] = _SESSION_CACHE = tempfile.mkdtemp(prefix="robot_dynamics_test_cache_")
         config.add_cleanup(lambda: shutil.rmtree(_SESSION_CACHE, ignore_errors=True))

@@ -126,6 +126,7 @@ def test_set_payload_changes_the_feedforward_torques_and_clearing_restores_them(
 ) -> None:
     spinner, ns = ros
     overrides = [Parameter("robot_description", value=robot_urdf()), Parameter("diagnostics_period", value=0.2)]
+    overrides.append(Parameter("backend", value="native"))  # the tests run the Python backend by default (conftest)
     node = spinner.add(FeedforwardNode(namespace=ns, context=context, parameter_overrides=overrides))
     assert isinstance(node, FeedforwardNode) and node.model is not None
     model = node.model
@@ -206,7 +207,9 @@ def test_set_payload_changes_the_feedforward_torques_and_clearing_restores_them(
 def test_set_payload_changes_the_services_d_h_c(context: Any, ros: tuple[Spinner, str]) -> None:
     spinner, ns = ros
     node = DynamicsServiceNode(
-        namespace=ns, context=context, parameter_overrides=[Parameter("robot_config", value="puma560")]
+        namespace=ns,
+        context=context,
+        parameter_overrides=[Parameter("robot_config", value="puma560"), Parameter("backend", value="native")],
     )
     spinner.add(node)
     client = spinner.add(client_node(context, ns, "payload_client_"))
@@ -275,6 +278,7 @@ def test_the_simulator_carries_the_payload_it_is_given(context: Any, ros: tuple[
         context=context,
         parameter_overrides=[
             Parameter("robot_config", value="puma560"),
+            Parameter("backend", value="native"),
             Parameter("initial_position", value=pose.tolist()),
             Parameter("friction", value=False),
             Parameter("rate", value=200.0),
@@ -506,7 +510,7 @@ def test_ctrl_c_during_a_native_build_is_a_clean_exit(context: Any) -> None:
     if exe is None:
         pytest.fail("the feedforward_node executable is not installed (pip install -e .)")
     ns = f"/payload_exit_{os.getpid()}"
-    node = NodeProcess([exe, "--ros-args", "-r", f"__ns:={ns}", "-p", "robot_config:=puma560"])
+    node = NodeProcess([exe, "--ros-args", "-r", f"__ns:={ns}", "-p", "robot_config:=puma560", "-p", "backend:=native"])
     spinner = Spinner(context)
     try:
         with node:
