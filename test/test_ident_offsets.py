@@ -201,3 +201,11 @@ def test_every_joint_torque_consumer_adds_the_offset(scara: RobotModel) -> None:
     # forward dynamics with friction: the drive applies the command less the offset
     tau = rd.inverse_dynamics(model, q, qd, qdd, smooth=False)
     np.testing.assert_allclose(forward_dynamics_with_friction(model, q, qd, tau), qdd, atol=1e-8)
+
+
+def test_a_mujoco_plant_of_a_model_says_it_cannot_hold_the_offset(scara: RobotModel) -> None:
+    from robot_dynamics.plant.mujoco_model import nominal_joint_terms
+
+    _, notes = nominal_joint_terms(deploy_offsets(scara, OFFSETS))
+    assert any("constant offset" in note and "joint1" in note for note in notes)
+    assert not any("offset" in note for note in nominal_joint_terms(scara)[1])
