@@ -216,7 +216,12 @@ class JointFriction:
       eq. 6-3-3 ``b_v qd + sgn(qd) [b_d + (b_s - b_d) exp(-|qd| / eps)]`` with
       ``eps = stribeck_velocity``; ``None`` = no Stribeck term (static level = Coulomb);
     * ``smoothing_velocity`` v_s of the smooth (chatter-free) compensation variants;
-    * optional load-dependent ``bearing`` and ``transmission`` blocks (thesis ch. 3).
+    * optional load-dependent ``bearing`` and ``transmission`` blocks (thesis ch. 3);
+    * ``offset`` (N m or N): a constant torque added to the commanded joint torque, whatever the
+      motion. Not friction: the torque a drive applies for a zero command when its torque loop closes
+      on a sensor with this offset (the loop makes the reading, link torque + offset, follow the
+      command), so the command must carry it (docs/identification.md, "Offsets"). 0 for a drive that
+      applies what it is commanded.
     """
 
     viscous: float = 0.0
@@ -226,11 +231,13 @@ class JointFriction:
     smoothing_velocity: float = 0.01
     bearing: BearingFriction | None = None
     transmission: TransmissionFriction | None = None
+    offset: float = 0.0
 
     @property
     def is_zero(self) -> bool:
         return (
             self.viscous == 0.0
+            and self.offset == 0.0
             and self.coulomb == (0.0, 0.0)
             and (self.static is None or self.static == (0.0, 0.0))
             and self.bearing is None

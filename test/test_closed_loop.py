@@ -129,6 +129,31 @@ def test_identify_chooses_the_friction_law_unless_told(
     assert seen[0].friction_law == law
 
 
+@pytest.mark.parametrize(("profile", "use"), [("franka", "torque"), ("ur_e_series", "reading"), (None, "reading")])
+def test_identify_deploys_the_offsets_behind_a_torque_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: str | None, use: str
+) -> None:
+    """Behind a drive's torque loop on the recorded sensor (``franka``) the fitted offsets are torques it
+    applies: identify (case C) and the plain fit (C-plain) both run with offsets "torque"; with
+    motor-current sensing (``ur_e_series``) or no sensors, "reading" (a bias of the reading)."""
+    import robot_dynamics.ros.closed_loop as closed_loop_module
+    from robot_dynamics.cli import main
+
+    prepare = closed_loop_module.Experiment.prepare
+    seen = []
+
+    def prepared(self: closed_loop_module.Experiment) -> None:
+        prepare(self)
+        seen.append(self.offset_use)
+        raise _Stop
+
+    monkeypatch.setattr(closed_loop_module.Experiment, "prepare", prepared)
+    more = [] if profile is None else ["--sensors", profile]
+    with pytest.raises(_Stop):
+        main(["closed-loop", "fu_two_link", "--out", str(tmp_path / "out"), "--duration", "2", *more])
+    assert seen == [use]
+
+
 def series(stamps: list[int], effort: list[list[float]] | None = None) -> JointStateSeries:
     n = len(stamps)
     values = np.zeros((n, 2))

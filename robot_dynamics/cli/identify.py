@@ -8,7 +8,7 @@
       [--friction auto|smooth-coulomb|viscous-coulomb|asymmetric-coulomb|stribeck]
       [--reversal-velocity auto|V [V ...]] [--stick-velocity auto|V] [--window auto|S]
       [--effort-lag K|auto] [--acceleration savgol|difference|auto] [--reversal-fit/--no-reversal-fit]
-      [--bounds/--no-bounds]
+      [--bounds/--no-bounds] [--offsets reading|torque]
       [--compare-friction/--no-compare-friction]
       [--base-link L] [--tip-link L] [--lock-joint NAME[=POS] ...] [--joint-map BAG_NAME=MODEL_NAME ...]
 
@@ -162,6 +162,15 @@ def register(sub: Any) -> None:
         help="weight pulling toward the nominal base parameters (keeps what the data leave undetermined)",
     )
     p.add_argument(
+        "--offsets",
+        choices=("reading", "torque"),
+        default="reading",
+        help="the fitted constant offsets: 'reading' (default), a bias of the recorded torque (motor-current "
+        "sensing), reported only; 'torque', a torque the drive applies for a zero command (its torque loop "
+        "closes on the recorded sensor, e.g. a Franka's link-side sensors), written into the robot file "
+        "(friction.offset) and added by the feed-forward",
+    )
+    p.add_argument(
         "--sensor-noise",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -267,6 +276,7 @@ def run_identify(args: argparse.Namespace) -> int:
         reversals=args.reversal_fit,
         method=args.method,
         sensor_noise_estimate=args.sensor_noise,
+        offsets=args.offsets,
         **law_options,
     )
     # everything rendered before anything is written: a failure here leaves no file behind

@@ -94,6 +94,8 @@ def _friction_text(joint: Joint) -> str:
         parts.append(f"viscous {f.viscous:.4g}")
     if any(f.coulomb):
         parts.append(f"coulomb [{f.coulomb[0]:.4g}, {f.coulomb[1]:.4g}]")
+    if f.offset:
+        parts.append(f"offset {f.offset:.4g} (applied by the drive)")
     if f.static is not None:
         parts.append(f"static [{f.static[0]:.4g}, {f.static[1]:.4g}] (stribeck velocity {f.stribeck_velocity:.4g})")
     if f.bearing is not None:
@@ -182,6 +184,7 @@ def _friction_json(joint: Joint) -> dict[str, Any]:
         "static": None if f.static is None else [float(v) for v in f.static],
         "stribeck_velocity": float(f.stribeck_velocity),
         "smoothing_velocity": float(f.smoothing_velocity),
+        "offset": float(f.offset),
         "bearing": None
         if b is None
         else {"kind": b.kind, "mu": float(b.mu), "radius": float(b.radius), "spacing": float(b.spacing)},

@@ -101,9 +101,10 @@ class _System:
         self.sticky = self.p.sticky
         self._inertia_matrix = inertia_matrix
         self._rnea = rnea_with_reactions
-        # static levels at rest (break-away): static (= Coulomb without Stribeck) + motor Coulomb
-        self.phi_pos = self.p.ts_pos + self.p.motor_tc_pos
-        self.phi_neg = self.p.ts_neg + self.p.motor_tc_neg
+        # static levels at rest (break-away): static (= Coulomb without Stribeck) + motor Coulomb, shifted by
+        # the constant offset (a torque the drive applies at rest too: the interval of the link torque moves)
+        self.phi_pos = self.p.ts_pos + self.p.motor_tc_pos + self.p.offset
+        self.phi_neg = self.p.ts_neg + self.p.motor_tc_neg + self.p.offset
         self._fixed_inverse: FloatArray | None = None
 
     def inertia(self, q: FloatArray) -> FloatArray:

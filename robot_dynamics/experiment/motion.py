@@ -40,7 +40,8 @@ import numpy.typing as npt
 
 from robot_dynamics.dynamics import inverse_dynamics
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.identification.parameters import ParameterSet
+from robot_dynamics.friction import friction_parameters
+from robot_dynamics.identification.parameters import ParameterSet, check_offset_use
 from robot_dynamics.identification.regressor import fixed_torques, predict
 from robot_dynamics.model import FloatArray, RobotModel
 from robot_dynamics.trajectory import JointTrajectorySampler
@@ -248,14 +249,19 @@ def plant_efforts(plant: ExactPlant, motion: Motion) -> FloatArray:
     return torques / drive_factor(plant, dof) + drive_offset(plant, dof)
 
 
-def fitted_efforts(model: RobotModel, motion: Motion, theta: FloatArray, pset: ParameterSet) -> FloatArray:
+def fitted_efforts(
+    model: RobotModel, motion: Motion, theta: FloatArray, pset: ParameterSet, offsets: str = "reading"
+) -> FloatArray:
     """The torques of identified parameters ``theta`` (of ``pset``, fitted to ``model``'s regressor) at every
     point: ``tau = tau_fixed + Y theta``, the part outside the set at the model's values
-    (:func:`~robot_dynamics.identification.regressor.fixed_torques`) plus the fitted part, the constant
-    offsets (sensor biases) left out as identify leaves them out of its model files."""
+    (:func:`~robot_dynamics.identification.regressor.fixed_torques`) plus the fitted part; the constant
+    offsets as identify's ``offsets`` treats them: left out as a reading's bias ("reading"), kept as a
+    torque the drive applies ("torque", a torque loop on the recorded sensor)."""
     theta = np.array(theta, dtype=np.float64)
-    offsets = pset.layout(model).joint_column.get("Fo", np.zeros(0, dtype=np.intp))
-    theta[offsets[offsets >= 0]] = 0.0
+    if check_offset_use(offsets) == "reading":
+        columns = pset.layout(model).joint_column["Fo"]
+        on = columns >= 0
+        theta[columns[on]] = friction_parameters(model).offset[on]  # the model's own (0 unless deployed)
     q, qd, qdd = motion.positions, motion.velocities, motion.accelerations
     return np.asarray(fixed_torques(model, q, qd, qdd, pset) + predict(model, q, qd, qdd, theta, pset))
 

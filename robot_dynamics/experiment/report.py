@@ -303,6 +303,11 @@ def markdown(summary: Mapping[str, Any]) -> str:
         if any(loops):
             offsets = [round(v, 4) for v in profile.get("drive_offset") or []]
             drive += f", torque loop bandwidths {loops} Hz (the sensor's offsets {offsets} N·m applied through it)"
+        if profile.get("identify_offsets") == "torque":
+            drive += (
+                "; identify ran with `--offsets torque` (the fitted offsets deployed in the identified file, "
+                "kept in C-plain's efforts)"
+            )
         lines += [
             "",
             f"Sensors: profile `{profile['name']}` ({profile['description']}), measurement delay "

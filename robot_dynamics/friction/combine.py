@@ -2,14 +2,14 @@
 
 Order of the terms (Dhanaraj (1990) Figs. 3.1/3.10, Table 3.5): the frictionless joint torque ``tau_joint``
 (rigid body + motor inertia + tool wrench term, "basic dynamic torque") plus the joint-side friction
-(viscous/Coulomb/Stribeck ``joint``, motor friction referred to the joint ``motor``, load-dependent
-``bearing``) gives the torque at the joint = transmission output ``tau_out`` (eqs. 3.6/3.7 with the
-sign carried by ``sgn(qd)``); the transmission (Table 3.2) turns it into the input torque ``tau_in``;
-``transmission = tau_in - tau_out``. ``total`` is the sum of the four, so the actuator torque
-referred to the joint is ``tau_joint + total``.
+(viscous/Coulomb/Stribeck ``joint``, with the constant ``offset`` of a drive behind a torque loop, motor
+friction referred to the joint ``motor``, load-dependent ``bearing``) gives the torque at the joint =
+transmission output ``tau_out`` (eqs. 3.6/3.7 with the sign carried by ``sgn(qd)``); the transmission
+(Table 3.2) turns it into the input torque ``tau_in``; ``transmission = tau_in - tau_out``. ``total``
+is the sum of the four, so the actuator torque referred to the joint is ``tau_joint + total``.
 
-All terms are compensating torques (added to the frictionless torque); they are 0 at rest in the
-discontinuous form (the simulator handles stiction) and use ``s(qd)`` of
+All terms are compensating torques (added to the frictionless torque); they are 0 at rest (but the
+constant offset) in the discontinuous form (the simulator handles stiction) and use ``s(qd)`` of
 :mod:`robot_dynamics.friction.smooth` in the smooth form.
 """
 
@@ -120,6 +120,8 @@ def _reactions(
 
 def _joint_side(p: FrictionParameters, qd: FloatArray, s: FloatArray | None) -> FloatArray:
     joint = qd * p.viscous if p.has_viscous else np.zeros_like(qd)
+    if p.has_offset:
+        joint = joint + p.offset
     if p.has_coulomb or p.has_stribeck:
         assert s is not None
         if p.has_stribeck:

@@ -21,6 +21,8 @@ with velocity ``v``:
 * viscous ``(b_v + G^2 B) v`` and the Coulomb levels ``L+ = Tc+ + |G| Tc+_m`` (``v > 0``),
   ``L- = Tc- + |G| Tc-_m`` (``v < 0``), joint plus motor referred to the joint (Schilling eq. 6-3-3
   first and second terms; Robotics Toolbox motor friction ``G^2 B qd + |G| Tc``);
+* a constant ``offset`` (``JointFriction.offset``: not friction, the torque a drive behind a torque
+  loop applies for a zero command; in the joint-side sum, so a transmission sees it like the rest);
 * the Stribeck excess ``(Ts± - Tc±) e``, ``e = exp(-|v| / eps)`` (Schilling eq. 6-3-3 third term);
 * with a direction ``s``: ``sgn(v)`` (exact), ``tanh(v / v_s)`` or ``clip(v / v_s, -1, 1)``
   (smooth, :mod:`.smooth`); a level pair enters as ``s L+`` (``s > 0``) / ``-s L-`` (``s < 0``);
@@ -141,6 +143,7 @@ class JointConstants:
     """The constants of one joint's friction laws as Python floats (folded into the program)."""
 
     viscous: float  # b_v + G^2 B (Schilling 6-3-3 first term + motor viscous)
+    offset: float  # a constant torque (JointFriction.offset)
     level_pos: float  # L+ = Tc+ + |G| Tc+_m
     level_neg: float  # L- = Tc- + |G| Tc-_m
     excess_pos: float  # Ts+ - Tc+ (Schilling 6-3-3 third term)
@@ -174,6 +177,7 @@ def _constants(p: FrictionParameters, i: int) -> JointConstants:
     eps = float(p.stribeck_velocity[i])
     return JointConstants(
         viscous=float(p.viscous[i] + p.motor_viscous[i]),
+        offset=float(p.offset[i]),
         level_pos=float(p.tc_pos[i] + p.motor_tc_pos[i]),
         level_neg=float(p.tc_neg[i] + p.motor_tc_neg[i]),
         excess_pos=float(p.ts_pos[i] - p.tc_pos[i]),
@@ -251,6 +255,8 @@ def _joint(
             parts.append(
                 ops.select(ops.compare(v, ">", 0.0), pos, 0.0) + ops.select(ops.compare(v, "<", 0.0), neg, 0.0)
             )
+    if c.offset != 0.0:
+        parts.append(c.offset)
     b = _sum(parts)
     if c.bearing is not None:
         if force is None or moment is None:

@@ -44,6 +44,7 @@ class FrictionParameters:
     ts_neg: FloatArray
     stribeck_velocity: FloatArray
     smoothing_velocity: FloatArray
+    offset: FloatArray  # a constant torque (a torque loop's sensor offset, JointFriction.offset)
     # motor side referred to the joint, (n,)
     motor_viscous: FloatArray  # G^2 B
     motor_tc_pos: FloatArray  # |G| Tc+
@@ -59,6 +60,7 @@ class FrictionParameters:
     transmissions: tuple[TransmissionParameters, ...]
     # which groups are present (skip the rest: friction must stay cheap)
     has_viscous: bool
+    has_offset: bool
     has_coulomb: bool
     has_stribeck: bool
     has_motor_viscous: bool
@@ -132,7 +134,8 @@ def friction_parameters(model: RobotModel) -> FrictionParameters:
 def _compile(model: RobotModel) -> FrictionParameters:
     src = model.source or model.name
     n = model.dof
-    arr = {k: np.zeros(n) for k in ("bv", "tcp", "tcn", "tsp", "tsn", "eps", "vs", "mb", "mtp", "mtn", "mu", "r", "d")}
+    keys = ("bv", "off", "tcp", "tcn", "tsp", "tsn", "eps", "vs", "mb", "mtp", "mtn", "mu", "r", "d")
+    arr = {k: np.zeros(n) for k in keys}
     rotation = np.tile(np.eye(3), (n, 1, 1))
     kinds: dict[str, list[int]] = {"journal": [], "linear": [], "thrust": []}
     transmissions: list[TransmissionParameters] = []
@@ -161,6 +164,7 @@ def _compile(model: RobotModel) -> FrictionParameters:
     for i, joint in enumerate(model.joints):
         fr = joint.friction
         arr["bv"][i] = finite(i, "friction.viscous", fr.viscous, 0.0)
+        arr["off"][i] = finite(i, "friction.offset", fr.offset)
         arr["tcp"][i], arr["tcn"][i] = pair(i, "friction.coulomb", fr.coulomb)
         arr["eps"][i] = finite(i, "friction.stribeck_velocity", fr.stribeck_velocity, 0.0)
         if fr.static is not None:
@@ -215,6 +219,7 @@ def _compile(model: RobotModel) -> FrictionParameters:
         ts_neg=arr["tsn"],
         stribeck_velocity=arr["eps"],
         smoothing_velocity=arr["vs"],
+        offset=arr["off"],
         motor_viscous=arr["mb"],
         motor_tc_pos=arr["mtp"],
         motor_tc_neg=arr["mtn"],
@@ -227,6 +232,7 @@ def _compile(model: RobotModel) -> FrictionParameters:
         bearing_spacing=arr["d"],
         transmissions=tuple(transmissions),
         has_viscous=bool(np.any(arr["bv"])),
+        has_offset=bool(np.any(arr["off"])),
         has_coulomb=bool(np.any(arr["tcp"]) or np.any(arr["tcn"])),
         has_stribeck=has_stribeck,
         has_motor_viscous=bool(np.any(arr["mb"])),

@@ -10,7 +10,10 @@ The joint torque is linear in (Khalil & Dombre, "Modeling, Identification and Co
   (``Ixy = -integral(x y dm)``, the URDF convention of :class:`~robot_dynamics.model.Inertial`);
 * per joint: the armature ``Ia = G^2 Jm`` (reflected rotor inertia, ``Ia qdd``), viscous ``Fv``
   (``Fv qd``), Coulomb ``Fc`` (``Fc s``), asymmetric Coulomb ``Fa`` (``Fa |s|``) and a constant
-  offset ``Fo``, with ``s = tanh(qd / v_s)`` or ``sgn(qd)``. These are the engine's combined
+  offset ``Fo``, with ``s = tanh(qd / v_s)`` or ``sgn(qd)``. The offset is the model's
+  ``JointFriction.offset`` (0 unless deployed): a bias of the torque reading (``OffsetUse``
+  "reading", not deployed) or a torque the drive applies behind a torque loop ("torque",
+  :func:`deploy_offsets`); docs/identification.md, "Offsets". These are the engine's combined
   joint + motor friction levels (:mod:`robot_dynamics.friction.combine`,
   ``b = c_v qd + s A + |s| B``): ``Fv = b_v + G^2 B``, ``Fc = A = (L+ - L-)/2``,
   ``Fa = B = (L+ + L-)/2`` with ``L+ = Tc+ + |G| Tm+`` and ``L- = Tc- + |G| Tm-``.
@@ -40,6 +43,8 @@ from robot_dynamics.model import FloatArray, Inertial, JointFriction, Motor, Rob
 from robot_dynamics.models.validation import inertia_problem
 
 CoulombKind = Literal["tanh", "sign", "none"]
+OffsetUse = Literal["reading", "torque"]
+OFFSET_USES: tuple[OffsetUse, ...] = ("reading", "torque")
 INERTIAL_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
 JOINT_KINDS = ("Ia", "Fv", "Fc", "Fa", "Fo")
 
@@ -55,7 +60,8 @@ class ParameterSet:
     ``links``: restrict the inertial parameters to these links (0-based; ``(n - 1,)`` identifies a
     payload on the last link only); ``None`` = all links. ``offset``: a constant torque per joint
     (a sensor or current bias): estimated so that it does not corrupt the other parameters, never
-    deployed as feed-forward (:func:`apply_parameters` ignores it).
+    deployed by :func:`apply_parameters` (a reading's bias); :func:`deploy_offsets` writes it into a
+    model when the drive applies it (a torque loop closed on the recorded sensor).
     """
 
     inertial: bool = True
@@ -192,7 +198,7 @@ def physical_problem(phi: ArrayLike) -> str | None:
 # the model's theta and a model with a given theta
 # ----------------------------------------------------------------------------------------------
 def nominal_parameters(model: RobotModel, pset: ParameterSet) -> FloatArray:
-    """theta of ``model`` as loaded, in ``pset``'s order (the offset is 0).
+    """theta of ``model`` as loaded, in ``pset``'s order (the offset is the model's, 0 unless deployed).
 
     The armature is ``G^2 Jm`` where the model puts the motor inertia in D
     (``model.motor_inertia_in_d``), else 0; friction as in the module docstring.
@@ -207,7 +213,7 @@ def nominal_parameters(model: RobotModel, pset: ParameterSet) -> FloatArray:
         "Fv": fp.total_viscous,
         "Fc": fp.level_odd,
         "Fa": fp.level_even,
-        "Fo": np.zeros(model.dof),
+        "Fo": fp.offset,
     }
     for kind, cols in lay.joint_column.items():
         on = cols >= 0
@@ -225,7 +231,7 @@ def apply_parameters(model: RobotModel, theta: ArrayLike, pset: ParameterSet, *,
       identified): ``viscous = Fv``, Coulomb ``(Fc + Fa, Fa - Fc)`` (``Fa`` the model's own where not
       identified), a Stribeck static level keeps its excess over the Coulomb level; with tanh
       Coulomb every joint's ``smoothing_velocity`` becomes ``pset.coulomb_velocity``;
-    * the offset is not deployed.
+    * the offset is not deployed (the model's own is kept; :func:`deploy_offsets` deploys it).
 
     ``check``: raise :class:`ModelError` (naming the joint) if a link is no rigid body
     (:func:`physical_problem`) or a friction level or armature is negative.
@@ -287,3 +293,27 @@ def apply_parameters(model: RobotModel, theta: ArrayLike, pset: ParameterSet, *,
         friction: JointFriction = replace(fr, **changes) if changes else fr  # type: ignore[arg-type]
         joints[j] = replace(joint, motor=motor, friction=friction)
     return model.with_changes(joints=tuple(joints), motor_inertia_in_d=model.motor_inertia_in_d or pset.armature)
+
+
+def check_offset_use(offsets: str) -> OffsetUse:
+    """``offsets`` if it is one of :data:`OFFSET_USES` (IdentificationError naming them otherwise)."""
+    if offsets not in OFFSET_USES:
+        raise IdentificationError(f"offsets must be one of {', '.join(OFFSET_USES)}; got {offsets!r}")
+    return offsets
+
+
+def deploy_offsets(model: RobotModel, offsets: ArrayLike) -> RobotModel:
+    """A copy of ``model`` whose joints apply the constant torques ``offsets`` (``(n,)``, N m or N):
+    each joint's ``JointFriction.offset``, which every consumer of the model's joint torque adds
+    (inverse dynamics with friction, the feed-forward, the momentum observer: the friction law,
+    :mod:`robot_dynamics.friction.law`). For a drive whose torque loop closes on the sensor the
+    offsets were fitted to (docs/identification.md, "Offsets")."""
+    values = np.asarray(offsets, dtype=float)
+    if values.shape != (model.dof,) or not np.all(np.isfinite(values)):
+        raise IdentificationError(
+            f"offsets: expected {model.dof} finite values for {model.name!r}, got {values.tolist()!r}"
+        )
+    joints = tuple(
+        replace(j, friction=replace(j.friction, offset=float(v))) for j, v in zip(model.joints, values, strict=True)
+    )
+    return model.with_changes(joints=joints)

@@ -16,9 +16,10 @@
 4. by default the physically consistent fit: the same weighted cost over every link's positive
    definite pseudo-inertia (Wensing, Kim & Slotine 2017), a convex semidefinite program (:mod:`.consistent`);
 5. the identified model (:func:`~robot_dynamics.identification.apply_parameters`: inertial
-   parameters, armature, joint-side friction; the constant offset is a sensor bias, reported but
-   not deployed), and per joint the RMS error of the stock and the identified model on the training
-   and the held-out data.
+   parameters, armature, joint-side friction; the constant offset a bias of the reading, reported but
+   not deployed, or with ``offsets="torque"`` a torque the drive applies, deployed by
+   :func:`~.parameters.deploy_offsets`: docs/identification.md, "Offsets"), and per joint the RMS
+   error of the stock and the identified model on the training and the held-out data.
 
 ``payload_only``: the last link's 10 inertial parameters (link + payload) and the offsets only; every
 other parameter keeps its nominal value (its torque is subtracted as known). The payload — the
@@ -63,7 +64,7 @@ from .friction_laws import (
 )
 from .noise import sensor_noise
 from .parallel import default_jobs, map_tasks
-from .parameters import IdentificationError, ParameterSet
+from .parameters import IdentificationError, ParameterSet, check_offset_use, deploy_offsets
 from .result import Excitation, IdentificationResult, payload_parameter_set
 from .reversals import fit_reversals, slow_series
 from .samples import (
@@ -227,6 +228,7 @@ def identify(
     acceleration: str = "savgol",
     method: str = "identify",
     sensor_noise_estimate: bool = True,
+    offsets: str = "reading",
 ) -> IdentificationResult:
     """Identify ``robot``'s dynamic parameters from recorded bags (module docstring).
 
@@ -263,6 +265,11 @@ def identify(
     :data:`.samples.WINDOW_S`) are chosen by blocked cross-validation inside the training part
     (:mod:`.choice`; ``result.choice``); a value given is used as is. ``sensor_noise_estimate``: the
     torque sensor's noise apart from the residual (:mod:`.noise`; ``result.sensor_noise``).
+    ``offsets``: what the fitted constant offsets ``Fo`` are (:data:`.parameters.OFFSET_USES`): "reading",
+    a bias of the recorded torque only (motor-current sensing: the drive applies what it is commanded),
+    reported, not deployed; "torque", a torque the drive applies for a zero command (its torque loop
+    closes on the recorded sensor, whose offset it therefore applies), written into the identified model
+    (``JointFriction.offset``) so that its feed-forward commands it (``result.offsets_deployed``).
     ``provenance``: the robot file and chain options ``robot`` was loaded with, recorded in the model
     file so that the same options load it as a no-op (:mod:`robot_dynamics.models.provenance`).
     ``jobs``/``scheduler``: where the bags are reduced (:mod:`.parallel`; with fewer bags than local
@@ -284,6 +291,7 @@ def identify(
         raise IdentificationError(f"reversal velocity must be numbers or 'auto', got {reversal_velocity!r}")
     if friction != AUTO:
         friction = check_friction(friction)
+    offset_use = check_offset_use(offsets)
     plain = method == "plain"
     model = robot if isinstance(robot, RobotModel) else load_robot(robot)
     items = [bags] if isinstance(bags, (str, os.PathLike)) else list(bags)
@@ -404,6 +412,14 @@ def identify(
         )
     result.choice = choice
     result.method = method
+    result.offset_use = offset_use
+    if offset_use == "torque" and result.identified is not None:
+        if result.offsets is None:
+            result.warnings.append(
+                f"offsets torque: the {law} law fits no offsets (a constant torque is its friction's Fa): none deployed"
+            )
+        else:  # before the reversal fit and the noise estimate: they see the model the nodes will run
+            result.identified = deploy_offsets(result.identified, result.offsets)
     slow_cut = settings.reversal(model)
     if reversals and not payload_only and result.identified is not None and pset.coulomb == "tanh" and slow_cut.any():
         tasks = [BagTask(path, model, superset, settings) for path in paths]

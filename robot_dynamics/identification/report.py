@@ -117,6 +117,7 @@ def summary(result: IdentificationResult) -> dict[str, Any]:
         "consistent": result.consistent,
         "prior_weight": result.prior_weight,
         "parameter_set": _pset(result),
+        "offsets": {"use": result.offset_use, "deployed": result.offsets_deployed},
         "samples": {
             "train": int(result.train.count),
             "holdout": int(result.holdout.count) if result.holdout is not None else 0,
@@ -251,6 +252,16 @@ def _pset(result: IdentificationResult) -> dict[str, Any]:
     }
 
 
+def offsets_block(result: IdentificationResult) -> dict[str, Any]:
+    """The fitted offsets and what was done with them: ``offsets`` ("reading": a bias of the recorded
+    torque, not deployed; "torque": a torque the drive applies, deployed in the model's
+    ``friction.offset``), ``offsets_deployed`` and the values under ``offsets_deployed_values`` or
+    ``offsets_not_deployed``."""
+    deployed = result.offsets_deployed
+    key = "offsets_deployed_values" if deployed else "offsets_not_deployed"
+    return {"offsets": result.offset_use, "offsets_deployed": deployed, key: _floats(result.offsets)}
+
+
 def metadata(result: IdentificationResult) -> dict[str, Any]:
     """The ``identified:`` block of the model file: provenance and the headline numbers."""
     rms = {k: _floats(v) for k, v in result.rms.items()}
@@ -265,7 +276,7 @@ def metadata(result: IdentificationResult) -> dict[str, Any]:
         "samples": {"train": int(result.train.count), "holdout": int(result.holdout.count) if result.holdout else 0},
         "condition_number": _finite(float(result.fit.condition_number)),
         "rms": rms,
-        "offsets_not_deployed": _floats(result.offsets),
+        **offsets_block(result),
         "tool": "robot-dynamics identify",
     }
 
@@ -279,10 +290,16 @@ def json_text(result: IdentificationResult) -> str:
 
 def model_text(result: IdentificationResult, fmt: str = "yaml") -> str:
     """The identified model as chain YAML (default) or URDF text (module docstring)."""
+    offsets = (
+        "The constant torque offsets are torques the drive applies (its torque loop closes on the recorded "
+        "sensor): deployed in each joint's friction.offset."
+        if result.offsets_deployed
+        else "The constant torque offsets are sensor biases: reported in identified.offsets_not_deployed, not part "
+        "of the model."
+    )
     header = (
         f"Identified by robot-dynamics identify from {robot_label(result)} on "
-        f"{result.created}\n({len(result.bags)} bag(s), {result.fit.method}). The constant torque offsets are "
-        "sensor biases: reported in identified.offsets_not_deployed, not part of the model."
+        f"{result.created}\n({len(result.bags)} bag(s), {result.fit.method}). {offsets}"
     )
     if result.identified is None:
         raise IdentificationError(result.model_problem or "no identified model")

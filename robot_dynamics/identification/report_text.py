@@ -117,6 +117,13 @@ def format_table(result: IdentificationResult) -> str:
         lines.append(f"effort lag {lag} message(s), acceleration {acceleration}, chosen by training score ({scores})")
     elif lag or acceleration != "savgol":
         lines.append(f"effort lag {lag} message(s), acceleration {acceleration}")
+    if result.offsets is not None:
+        what = (
+            "deployed (a torque the drive applies: the model's friction.offset)"
+            if result.offsets_deployed
+            else "not deployed (a bias of the reading)"
+        )
+        lines.append(f"offsets {what}: " + ", ".join(f"{v:.4g}" for v in result.offsets))
     lines += [f"warning: {w}" for w in result.warnings]
     if result.payload is not None:
         p = result.payload

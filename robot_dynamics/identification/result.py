@@ -86,14 +86,21 @@ class IdentificationResult:
     choice: Any = None  # .choice.Choice: the rows, friction law and window chosen by cross-validation
     method: str = "identify"  # or "plain": plain weighted least squares (the baseline)
     sensor_noise: FloatArray | None = None  # (n,) the torque sensor's noise apart from the residual (.noise)
+    offset_use: str = "reading"  # the offsets: a bias of the reading, or a torque the drive applies (deployed)
 
     @property
     def names(self) -> tuple[str, ...]:
         return self.pset.names(self.model)
 
     @property
+    def offsets_deployed(self) -> bool:
+        """Whether the identified model applies the fitted offsets (``offset_use`` "torque", a set with ``Fo``)."""
+        return self.offset_use == "torque" and self.offsets is not None and self.identified is not None
+
+    @property
     def offsets(self) -> FloatArray | None:
-        """The identified constant torque per joint (sensor bias), if the set has ``Fo``."""
+        """The identified constant torque per joint, if the set has ``Fo``: a bias of the reading, or with
+        ``offset_use`` "torque" a torque the drive applies (then deployed in ``identified``)."""
         if not self.pset.offset:
             return None
         cols = self.pset.layout(self.model).joint_column["Fo"]

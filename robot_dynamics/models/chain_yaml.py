@@ -300,6 +300,8 @@ def _friction_block(friction: JointFriction) -> dict[str, Any]:
         block["static"] = _list(friction.static)
     if friction.stribeck_velocity:
         block["stribeck_velocity"] = _f(friction.stribeck_velocity)
+    if friction.offset:
+        block["offset"] = _f(friction.offset)
     if friction.bearing is not None:
         b = friction.bearing
         block["bearing"] = {"kind": b.kind, "mu": _f(b.mu), "radius": _f(b.radius), "spacing": _f(b.spacing)}

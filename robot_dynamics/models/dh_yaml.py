@@ -20,7 +20,7 @@ The format is documented in ``docs/models.md`` and, as a JSON schema, in
         link: {mass: ..., com: [x, y, z], inertia: [Ixx, Iyy, Izz, Ixy, Iyz, Ixz]}   # in DH frame i
         motor: {Jm: ..., G: ..., B: ..., Tc: [Tc+, Tc-]}
         friction: {viscous: ..., coulomb: ..., static: ..., stribeck_velocity: ..., bearing: {...},
-                   transmission: {...}}
+                   transmission: {...}, offset: ...}   # offset: a constant torque the drive applies
     named_poses: {qz: [0, 0, 0, 0, 0, 0]}
 
 Link inertial data are given in DH frame ``i`` (the frame the textbooks use) and transformed into
@@ -96,6 +96,7 @@ FRICTION_KEYS = (
     "smoothing_velocity",
     "bearing",
     "transmission",
+    "offset",
     "notes",
 )
 BEARING_KEYS = ("kind", "mu", "radius", "spacing")
@@ -224,6 +225,7 @@ def _friction(value: object, source: str, path: str) -> JointFriction:
     if static is not None and stribeck <= 0.0:
         raise ModelError(source, r.at("stribeck_velocity"), "a static friction level needs stribeck_velocity > 0")
     smoothing = r.float("smoothing_velocity", 0.01, positive=True)
+    offset = r.float("offset", 0.0)
     bearing = _bearing(r.data["bearing"], source, r.at("bearing")) if r.has("bearing") else None
     transmission = (
         _transmission(r.data["transmission"], source, r.at("transmission")) if r.has("transmission") else None
@@ -236,6 +238,7 @@ def _friction(value: object, source: str, path: str) -> JointFriction:
         smoothing_velocity=smoothing,
         bearing=bearing,
         transmission=transmission,
+        offset=offset,
     )
 
 

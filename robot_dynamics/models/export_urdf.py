@@ -82,6 +82,8 @@ def _friction_element(parent: etree._Element, friction: JointFriction) -> None:
     )
     if friction.static is not None:
         element.set("static", _nums(friction.static))
+    if friction.offset:
+        element.set("offset", _num(friction.offset))
     if friction.bearing is not None:
         b = friction.bearing
         etree.SubElement(element, "bearing", kind=b.kind, mu=_num(b.mu), radius=_num(b.radius), spacing=_num(b.spacing))

@@ -121,4 +121,5 @@ def _read_friction(element: etree._Element, source: str, path: str) -> JointFric
         smoothing_velocity=number(element, "smoothing_velocity", source, path, "0.01"),
         bearing=bearing,
         transmission=transmission,
+        offset=number(element, "offset", source, path, "0"),
     )

@@ -156,6 +156,7 @@ def nominal_joint_terms(model: RobotModel) -> tuple[dict[str, FloatArray], list[
         for what, mask in (
             ("an asymmetric Coulomb part", np.abs(f.level_even) > 0.0),
             ("a Stribeck (static) level", (f.ts_pos != f.tc_pos) | (f.ts_neg != f.tc_neg)),
+            ("a drive's constant offset", f.offset != 0.0),
         ):
             if mask.any():
                 notes.append(f"{what} of joints {[names[i] for i in np.flatnonzero(mask)]} (no MuJoCo element)")

@@ -29,7 +29,11 @@ state (the nodes' processes, the recordings, the motions, the runs); what needs 
    for C-plain the same recording by plain weighted least squares (identify's ``method="plain"``, the
    identification pipeline called here: such a fit often makes no robot file) →
    ``identification_plain.json``, its torques along the motion (:func:`~robot_dynamics.experiment.
-   motion.fitted_efforts`) as the trajectory's efforts.
+   motion.fitted_efforts`) as the trajectory's efforts. When the profile's drive closes a torque loop on
+   the recorded sensor (:func:`~robot_dynamics.experiment.motion.torque_loop`, e.g. ``franka``) both fits
+   run with ``--offsets torque``: the fitted offsets are torques the loop applies, deployed in the
+   identified file and kept in the plain fit's efforts alike (a Franka user knows their arm's torque
+   interface); otherwise ``reading`` (a bias of the reading, not deployed).
 5. Nodes 2: the same files, ``robot_config`` = the identified file: case C. Nodes 3: the stock file, the
    plain fit's efforts: case C-plain.
 6. ``realtime``: nodes 3 without lock-step (wall clock, ``rate`` Hz): B's settings; the loop's rate and
@@ -70,6 +74,7 @@ from robot_dynamics.experiment.motion import (
     plant_efforts,
     restricted_model,
     start_pose,
+    torque_loop,
 )
 from robot_dynamics.experiment.parameters import base_parameter_summary, parameter_rows
 from robot_dynamics.experiment.settings import (
@@ -121,6 +126,7 @@ class Experiment:
         self.profile: SensorProfile | None = None  # the sensors' profile (None: the bare plant)
         self.delays = (0.0, 0.0)  # s: the sensors' measurement and command delays
         self.reported_profile: str | None = None
+        self.offset_use = "reading"  # identify --offsets (prepare: "torque" behind a torque loop)
 
     # -- offline preparation --------------------------------------------------------------------
     def prepare(self) -> None:
@@ -143,6 +149,9 @@ class Experiment:
         self.plant = make_plant(
             options, renamed_model(model, s.joint_map), 1.0 / s.rate, s.robot, s.base_link, s.tip_link
         )
+        # the fitted offsets: torques the drive applies behind a torque loop on the recorded sensor, else a
+        # bias of the reading (identify --offsets; docs/identification.md, "Offsets")
+        self.offset_use = "torque" if torque_loop(self.plant, model.dof).any() else "reading"
         if self.profile is not None:
             periods = (self.profile.measurement_delay, self.profile.command_delay)
             self.delays = (periods[0] / s.rate, periods[1] / s.rate)
@@ -389,6 +398,7 @@ class Experiment:
                 self.say("  robot-dynamics identify ...")
                 args = ["--out", str(identified), "--json", str(self.out / "identification.json")]
                 args += ["--plot", str(self.out / "identification.png"), "--friction", s.friction_law]
+                args += ["--offsets", self.offset_use]
                 self._identify([*args, *s.identify_options], "identify")
                 self._session("identified", str(identified), True, lambda node: self._cases(node, "C"))
             if "C-plain" in s.cases:
@@ -417,6 +427,7 @@ class Experiment:
                 "drive_factor": drive_factor(self.plant, self.model.dof).tolist(),
                 "drive_offset": drive_offset(self.plant, self.model.dof).tolist(),
                 "torque_loop_hz": self.plant.sensors["actuator.torque_loop.bandwidth"].tolist(),  # type: ignore[attr-defined]
+                "identify_offsets": self.offset_use,
                 "simulator": self.reported_profile,
             }
         summary = report.summarise(
@@ -463,13 +474,14 @@ class Experiment:
             acceleration="auto",
             progress=False,
             method="plain",
+            offsets=self.offset_use,
         )
         write_json(self.out / "identification_plain.json", result)
         self.say(
             f"    {result.fit.method}, {time.monotonic() - started:.0f} s; {result.model_problem or 'a robot file'}"
         )
         return self.motions["none"].with_efforts(
-            fitted_efforts(self.model, self.motions["none"], result.fit.theta, result.pset)
+            fitted_efforts(self.model, self.motions["none"], result.fit.theta, result.pset, self.offset_use)
         )
 
     def _identify(self, args: list[str], name: str) -> None:
