@@ -144,6 +144,28 @@ def test_the_observer_starts_at_the_first_torque_reading() -> None:
     assert one.unread == 0 and one.samples == 0
 
 
+def test_states_without_a_reading_in_the_middle_of_a_run_are_not_observed() -> None:
+    """A simulator reset in the middle of a run: the arm is put back at rest and the sensors' delay line
+    fills with zeros again (two states with every effort 0 at rest), then the readings resume. Those states
+    are not observed (r held, the next interval spans them), in the batch and one sample at a time alike, so
+    r stays 0 for an arm holding still; taken as readings (the observer before this rule), the zeros are the
+    world holding the arm: r of a collision's size on the shoulder."""
+    q = np.tile(PUMA.named_poses["qn"], (60, 1))
+    qd = np.zeros_like(q)
+    effort = gravity_torques(PUMA, q)
+    effort[30:32] = 0.0  # the reset's delay line
+    t = np.arange(60) * 1e-3
+    for timing in ("sampled", "step"):
+        run = observe(PUMA, t, q, qd, effort, 50.0, friction=False, effort_timing=timing)
+        assert run.start == 0 and run.unread == 2 and np.abs(run.r).max() <= 1e-9
+        one = MomentumObserver(PUMA, 50.0, friction=False, effort_timing=timing)
+        r = np.array([one.update(*sample) for sample in zip(t, q, qd, effort, strict=True)])
+        assert one.unread == 2 and one.samples == 58
+        np.testing.assert_allclose(r, run.r, rtol=0, atol=1e-12)
+    read = observe(PUMA, t, q, qd, np.where(effort == 0.0, 1e-300, effort), 50.0, friction=False)
+    assert np.abs(read.r).max() > 1.0  # the zeros as readings
+
+
 def inertia_matrix_of(model):  # type: ignore[no-untyped-def]
     from robot_dynamics.dynamics import inertia_matrix
 

@@ -10,7 +10,7 @@ For the ``sensor_msgs/JointState`` stream of a bag (read and matched to the mode
   samples at their states or as the torque held over the step into each state (``effort_timing``: a
   simulator's; ``auto`` fits both and keeps the one with the smaller residual RMS);
 * the observer starts at the first state with a torque reading (leading states at rest with every effort
-  exactly 0 carry none: a simulator's first state, a delay line filling; ``settings["unread"]`` counts them);
+  exactly 0 carry none: a simulator's first state or reset, a delay line filling; ``settings["unread"]`` counts them);
 * the collision events of per-joint thresholds with hysteresis (:mod:`robot_dynamics.contact`, the
   node's detector): when each joint entered and left collision; with reversal allowances the
   thresholds grow near each joint's velocity reversals (the reversal weights ``z`` of every sample);
@@ -214,7 +214,7 @@ def analyse(
             "reversal_velocity": band.tolist(),
             "effort_timing": timing,
             "effort_timing_rms": rms,
-            "unread": run.start,
+            "unread": run.unread,
         },
     )
 

@@ -41,9 +41,10 @@ integrates it as held: (3) with ``tau_m`` of both ends replaced by ``tau_{k+1}``
 effort then belongs to a step before the recording and is not used.
 
 **The first torque reading.** A state at rest (every velocity exactly 0) whose efforts are all exactly 0
-carries no torque reading (a simulator's first state, a delay line filling); taken as one, its zero is the
-world holding the arm against ``c(q)``, seen in ``r`` at start-up. The observer starts at the first state
-with a reading (:func:`torque_reading`): ``r = 0`` up to it and there (docs/contact.md).
+carries no torque reading (a simulator's first state, a delay line filling, also after a simulator's reset
+in the middle of a run); taken as one, its zero is the world holding the arm against ``c(q)``, seen in
+``r``. The observer starts at the first state with a reading (:func:`torque_reading`): ``r = 0`` up to
+it and there; a later state without one is not observed either (``r`` held, the next interval spans it).
 
 The module is longer than 400 lines because the batch observer (:func:`observe`) and the one-sample
 observer (:class:`MomentumObserver`) are the same recurrence (3) with the same start and effort timings,
@@ -205,6 +206,7 @@ class ObserverRun:
     beta: FloatArray
     gain: FloatArray
     start: int = 0
+    unread: int = 0  # states without a torque reading (not observed)
 
 
 def _sample_times(t: ArrayLike, count: int) -> FloatArray:
@@ -264,11 +266,15 @@ def observe(
         return ObserverRun(times, np.zeros((0, n)), p, beta, k)
     reading = torque_reading(QD, TAU)
     first = int(np.argmax(reading)) if reading.any() else count
-    begin = beta[:-1] + (TAU[1:] - TAU[:-1]) if held else beta[:-1]  # held: the step's torque at both ends
-    a, u = transition(k, np.diff(times)[:, None], np.diff(p, axis=0), begin, beta[1:])
-    a[:first], u[:first] = 0.0, 0.0  # no reading yet: r stays 0 up to the first one
-    r = scan_recurrence(a, u, np.zeros(n))
-    return ObserverRun(times, r, p, beta, k, first)
+    read = np.flatnonzero(reading)  # the observed states: r is held over the others (module docstring)
+    r = np.zeros((count, n))
+    if read.size:
+        tr, br = TAU[read], beta[read]
+        begin = br[:-1] + (tr[1:] - tr[:-1]) if held else br[:-1]  # held: the step's torque at both ends
+        a, u = transition(k, np.diff(times[read])[:, None], np.diff(p[read], axis=0), begin, br[1:])
+        observed = scan_recurrence(a, u, np.zeros(n))
+        r[first:] = observed[np.cumsum(reading[first:]) - 1]  # each state: r of the last observed one
+    return ObserverRun(times, r, p, beta, k, first, count - read.size)
 
 
 class MomentumObserver:
@@ -276,8 +282,9 @@ class MomentumObserver:
 
     :meth:`update` takes a sample at a time later than the previous one and returns ``r``; a sample that
     is refused (StateError: wrong shape, non-finite values, time not increasing) leaves the observer as
-    it was, so the next good sample continues correctly. Before the first torque reading :meth:`update`
-    returns 0 and :attr:`samples` stays 0 (:attr:`unread` counts them). Intervals equal to the nanosecond share their
+    it was, so the next good sample continues correctly. A sample without a torque reading is not observed:
+    :meth:`update` returns the held ``r`` (0 before the first reading; :attr:`unread` counts them).
+    Intervals equal to the nanosecond share their
     ``exp(-K dt)`` (computed once at a fixed rate). :meth:`reset` starts over (``r = 0``, the next sample
     is the new ``p(0)``); :meth:`set_model` swaps the model (a payload) and carries on from the last
     sample; :attr:`gain` may change between samples. :attr:`decay` is ``exp(-K dt)`` of the last
@@ -301,7 +308,7 @@ class MomentumObserver:
         self.friction, self.smooth = friction, smooth
         self.effort_timing = check_effort_timing(effort_timing)  # may change between samples
         self.samples = 0
-        self.unread = 0  # samples before the first torque reading (not observed)
+        self.unread = 0  # samples without a torque reading (not observed)
         self._last: tuple[float, FloatArray, FloatArray, FloatArray] | None = None
         self._decay: tuple[int, FloatArray, FloatArray, FloatArray] | None = None  # dt in ns, gain, a, coef
         self.decay: FloatArray | None = None  # exp(-K dt) of the last interval (None: no interval yet)
@@ -356,10 +363,10 @@ class MomentumObserver:
         if last is not None and not t > last[0]:
             raise StateError(f"t: sample time {t!r} s does not follow the previous one ({last[0]!r} s)")
         qa, qda = np.array(q, dtype=np.float64), np.array(qd, dtype=np.float64)
-        if last is None and not torque_reading(qda, tau):  # no reading yet: not observed
+        if not torque_reading(qda, tau):  # no reading: not observed, r held (0 before the first reading)
             self._terms(qa, qda, tau)  # validates q, qd as an observed sample would be
             self.unread += 1
-            return np.zeros(n)
+            return self._state[2 * n :].copy()
         prev = self._state
         if last is None:
             a, coef, dt = None, self._first, 0.0
