@@ -49,7 +49,14 @@ from robot_dynamics.bag.decode import decode_joint_states
 from robot_dynamics.bag.reader import RawTopic
 from robot_dynamics.bag.writer import BagWriter
 from robot_dynamics.collision.case import CaseMeasures, collision_motion, default_direction, measure
-from robot_dynamics.experiment.motion import ExperimentError, Motion, first_contact, planned_motion, restricted_model
+from robot_dynamics.experiment.motion import (
+    ExperimentError,
+    Motion,
+    first_contact,
+    planned_motion,
+    restricted_model,
+    torque_loop,
+)
 from robot_dynamics.experiment.report import TRUTH_TOPIC
 from robot_dynamics.experiment.settings import (
     Settings,
@@ -154,6 +161,7 @@ class CollisionCase:
         self.free: dict[str, Any] = {}
         self.profile: SensorProfile | None = None
         self.delays = (0.0, 0.0)  # s: the sensors' measurement and command delays
+        self.offset_use = "reading"  # identify --offsets (prepare: "torque" behind a torque loop)
 
     # -- offline preparation ---------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -173,6 +181,8 @@ class CollisionCase:
         free_plant = make_plant(
             self._options(""), renamed_model(model, b.joint_map), period, b.robot, b.base_link, b.tip_link
         )
+        # the fitted offsets are torques a drive's loop on the recorded sensor applies (identify --offsets)
+        self.offset_use = "torque" if torque_loop(free_plant, model.dof).any() else "reading"
         motions = {}
         if not s.contact_parameters:
             motions["calibration"] = planned_motion(
@@ -394,7 +404,8 @@ class CollisionCase:
         identified = self.out / "identified.yaml"
         self.say("  robot-dynamics identify ...")
         args = ["identify", str(bag), "--robot", b.robot, *chain_arguments(b), "--out", str(identified)]
-        args += ["--friction", b.friction_law, "--effort-lag", "auto", "--acceleration", "auto", *b.identify_options]
+        args += ["--friction", b.friction_law, "--effort-lag", "auto", "--acceleration", "auto"]
+        args += ["--offsets", self.offset_use, *b.identify_options]
         self._command(args, "identify")
         return str(identified)
 
