@@ -15,10 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from engine_reference import EXAMPLE_ROBOTS
 
 import robot_dynamics as rd
 from robot_dynamics.cli import main
+from robot_dynamics.reaction import BRAKING_DELAY_BOUND
 
 UR5 = str(EXAMPLE_ROBOTS / "ur_description/urdf/ur5_robot.urdf")
 START = [0.0, -1.2, 1.4, -1.6, -1.57, 0.3]
@@ -103,3 +105,8 @@ def test_a_small_case_through_the_nodes(tmp_path: Path) -> None:
     # without a reaction the PD keeps pressing towards the trajectory's end beyond the table (about 14 N here)
     assert none["late_force"] > 5.0 and stop["late_force"] < 0.5 * none["late_force"]
     assert (out / "force.png").is_file() and "| stop |" in (out / "report.md").read_text()
+    # the node is told the delays and brakes as hard as they allow: K_b (d_m + d_c) at the bound
+    node = yaml.safe_load((out / "params" / "feedforward_table_stop.yaml").read_text())
+    values = next(iter(node.values()))["ros__parameters"]
+    delay = values["measurement_delay"] + values["command_delay"]
+    assert delay > 0.0 and values["reaction_damping"] * delay == pytest.approx(BRAKING_DELAY_BOUND, rel=1e-9)

@@ -121,9 +121,15 @@ def braking_torque(
 BRAKING_DELAY_BOUND = 0.3
 
 
+def braking_for_delay(delay: float) -> float:
+    """The strongest braking ``K_b`` (1/s) a loop delayed ``delay`` s (> 0) keeps well damped:
+    ``BRAKING_DELAY_BOUND / delay``."""
+    return BRAKING_DELAY_BOUND / delay
+
+
 def braking_delay_problem(r: ReactionSettings, delay: float) -> str | None:
     """Why the braking of ``r`` is too strong for a loop delayed ``delay`` s (None: it is not)."""
-    if not r.armed or r.damping * delay <= BRAKING_DELAY_BOUND:
+    if not r.armed or r.damping * delay <= BRAKING_DELAY_BOUND * (1.0 + 1e-9):  # (braking_for_delay's own value)
         return None
     return (
         f"reaction_damping {r.damping:g} 1/s x the loop's delay {delay * 1e3:g} ms = {r.damping * delay:.2g} > "

@@ -71,6 +71,7 @@ from robot_dynamics.model import RobotModel
 from robot_dynamics.models.chain_yaml import dumps_chain_yaml
 from robot_dynamics.plant import PlantOptions, SensorProfile, load_sensor_profile, make_plant
 from robot_dynamics.plant.obstacles import load_obstacles
+from robot_dynamics.reaction import braking_for_delay
 from robot_dynamics.ros.closed_loop_nodes import ExperimentNode, NodeProcess, node_environment, parameter_file
 from robot_dynamics.ros.demo import reserve_domain_id
 from robot_dynamics.ros.launch_support import CONTACT_ANSWER
@@ -242,7 +243,10 @@ class CollisionCase:
         simulator |= {"obstacles": obstacles, "sensor_profile": profile}
         if contact:  # each step waits for the contact node too: its events are out before the next state
             simulator["lockstep_observers"] = [CONTACT_ANSWER]
-        controller |= {"reaction": reaction, **{f"reaction_{k}": v for k, v in self.s.reaction_parameters.items()}}
+        # braking as strong as the delays the node is told of keep well damped (as the gains are set for them)
+        braking = {"reaction_damping": braking_for_delay(sum(self.delays))} if sum(self.delays) > 0.0 else {}
+        controller |= {"reaction": reaction, **braking}
+        controller |= {f"reaction_{k}": v for k, v in self.s.reaction_parameters.items()}
         parameter_file(params / f"simulator_{tag}.yaml", "simulator_node", simulator)
         parameter_file(params / f"feedforward_{tag}.yaml", "feedforward_node", controller)
         processes = [
