@@ -258,7 +258,8 @@ def identify(
     ``method``: "identify" (the above) or "plain": plain weighted least squares, the baseline every
     choice is measured against (two-pass weights; each joint's rows slower than
     :data:`.choice.PLAIN_VELOCITY` left out, no stick band, ``viscous-coulomb`` unless ``friction`` is
-    given, no consistent fit, no reversal fit). ``friction``, ``reversal_velocity``, ``stick_velocity``
+    given, no consistent fit, no reversal fit, every offset fitted: :mod:`.collinear`). ``friction``,
+    ``reversal_velocity``, ``stick_velocity``
     and ``window`` left at "auto" (``window`` None: "auto" up to :data:`WINDOW_STATES` states, else
     :data:`.samples.WINDOW_S`) are chosen by blocked cross-validation inside the training part
     (:mod:`.choice`; ``result.choice``); a value given is used as is. ``sensor_noise_estimate``: the
@@ -333,6 +334,7 @@ def identify(
         "sources": paths,
         "reduced": superset,
         "bounded": bounded,
+        "hold": not plain,  # plain least squares: every offset fitted (:mod:`.collinear`)
         "geometry": geometry if geometry is not None else robot_geometry(robot, model, provenance),
     }
 
