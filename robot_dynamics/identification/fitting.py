@@ -16,6 +16,7 @@ from robot_dynamics.model import FloatArray, RobotModel
 
 from .base import BaseParameters, base_parameters
 from .bounds import MASS_BAND, Ellipsoid, density_bounds, link_ellipsoids, plausibility
+from .collinear import T_HOLD, VIF_HOLD, held_offsets, hold_offsets, offset_estimates, offset_vif
 from .columns import ColumnSums
 from .consistent import fit_consistent
 from .estimate import NormalEquations, fit_least_squares
@@ -107,12 +108,16 @@ def fit_statistics(
     bounded: bool = True,
     base: BaseParameters | None = None,
     ellipsoids: Sequence[Ellipsoid] | None = None,
+    hold: bool = False,
 ) -> IdentificationResult:
     """Steps 2–5 of the module docstring on already reduced data sets; ``reduced``: the parameter set
     the data were reduced with when it is a superset of ``pset`` (:mod:`.friction_laws`); ``geometry``:
     per link the points of its shapes (:func:`robot_dynamics.models.link_geometry.link_points`) for its
     bounding ellipsoid (:mod:`.bounds`; the joint frames where None); ``bounded``: the consistent fit
-    keeps each link's mass in its ellipsoid and within :data:`.bounds.MASS_BAND` times its stock mass."""
+    keeps each link's mass in its ellipsoid and within :data:`.bounds.MASS_BAND` times its stock mass;
+    ``hold``: each offset the data cannot tell from its joint's other parameters, nor from zero, held at
+    zero (:mod:`.collinear`; on the final weights; :func:`.pipeline.identify` turns it on except for
+    plain least squares)."""
     settings = settings or PipelineSettings()
     friction = check_friction(friction)
     if not stats:
@@ -195,6 +200,17 @@ def fit_statistics(
             weights = 1.0 / sigma**2
     weighted = train.with_weights(weights)
     fit = wls = fit_least_squares(weighted, base, nominal=nominal, prior_weight=prior_weight)
+    offset_columns = pset.layout(model).joint_column["Fo"]
+    vif = offset_vif(weighted, base, offset_columns)
+    held = held_offsets(vif, *offset_estimates(wls, base, offset_columns)) if hold else np.zeros(n, dtype=bool)
+    if held.any():
+        weighted = hold_offsets(weighted, offset_columns, held)
+        fit = wls = fit_least_squares(weighted, base, nominal=nominal, prior_weight=prior_weight)
+        names = ", ".join(name for name, h in zip(model.joint_names, held, strict=True) if h)
+        warnings.append(
+            f"offsets held at zero (collinear with the joint's other torques, VIF > {VIF_HOLD:g}, and within "
+            f"{T_HOLD:g} standard error of zero): {names}"
+        )
     if ellipsoids is None:
         ellipsoids = link_ellipsoids(model, geometry)
     effective_prior = prior_weight
@@ -279,6 +295,8 @@ def fit_statistics(
         bounded=bounded and consistent,
         warnings=warnings,
         payload=payload_of(model, fit.theta, pset) if payload_only else None,
+        offset_vif=vif,
+        offsets_held=held,
         elapsed={"fit_s": time.perf_counter() - clock},
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

@@ -260,7 +260,8 @@ def identify(
     ``method``: "identify" (the above) or "plain": plain weighted least squares, the baseline every
     choice is measured against (two-pass weights; each joint's rows slower than
     :data:`.choice.PLAIN_VELOCITY` left out, no stick band, ``viscous-coulomb`` unless ``friction`` is
-    given, no consistent fit, no reversal fit). ``friction``, ``reversal_velocity``, ``stick_velocity``
+    given, no consistent fit, no reversal fit, every offset fitted: :mod:`.collinear`). ``friction``,
+    ``reversal_velocity``, ``stick_velocity``
     and ``window`` left at "auto" (``window`` None: "auto" up to :data:`WINDOW_STATES` states, else
     :data:`.samples.WINDOW_S`) are chosen by blocked cross-validation inside the training part
     (:mod:`.choice`; ``result.choice``); a value given is used as is. ``sensor_noise_estimate``: the
@@ -341,6 +342,9 @@ def identify(
         "sources": paths,
         "reduced": superset,
         "bounded": bounded,
+        # collinear offsets held (:mod:`.collinear`) unless plain least squares or the offsets are deployed
+        # (beside the gravity parameters: their shares then do not matter)
+        "hold": not plain and offset_use == "reading",
         "geometry": geometry if geometry is not None else robot_geometry(robot, model, provenance),
     }
 

@@ -107,6 +107,9 @@ def summary(result: IdentificationResult) -> dict[str, Any]:
         offsets = result.offsets
         if offsets is not None:
             row["offset"] = float(offsets[j])
+        if result.offset_vif is not None and not np.isnan(result.offset_vif[j]):
+            row["offset_vif"] = _finite(float(result.offset_vif[j]))
+            row["offset_held"] = bool(result.offsets_held is not None and result.offsets_held[j])
         joints.append(row)
     return {
         "robot": model.name,

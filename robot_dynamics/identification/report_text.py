@@ -70,6 +70,18 @@ def _share(rows: FloatArray, count: int) -> str:
     return f"{low:.0%}" if round(low, 2) == round(high, 2) else f"{low:.0%}–{high:.0%}"
 
 
+def offset_lines(result: IdentificationResult) -> list[str]:
+    """Per joint the offset (not deployed), its variance inflation factor and whether it was held at 0."""
+    offsets, vif, held = result.offsets, result.offset_vif, result.offsets_held
+    if offsets is None or vif is None:
+        return []
+    cells = []
+    for j, name in enumerate(result.model.joint_names):
+        state = " held at 0" if held is not None and held[j] else ""
+        cells.append(f"{name} {offsets[j]:.3g} (VIF {_g(float(vif[j]))}{state})")
+    return ["offsets (not deployed; held at 0 where the VIF exceeds the threshold): " + ", ".join(cells)]
+
+
 def format_table(result: IdentificationResult) -> str:
     """Per-joint RMS errors (stock vs identified, train and held-out) and the fit's headline."""
     fit = result.fit
@@ -95,6 +107,7 @@ def format_table(result: IdentificationResult) -> str:
             f"{cell('identified_holdout')}{result.noise_std[j]:10.3g}"
             + (f"{result.sensor_noise[j]:10.3g}" if result.sensor_noise is not None else f"{'-':>10}")
         )
+    lines += offset_lines(result)
     lines += friction_table(result)
     lines += choice_table(result)
     if result.reversals is not None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from robot_dynamics.errors import ModelError
 from robot_dynamics.model import FloatArray, RobotModel
@@ -87,6 +88,8 @@ class IdentificationResult:
     method: str = "identify"  # or "plain": plain weighted least squares (the baseline)
     sensor_noise: FloatArray | None = None  # (n,) the torque sensor's noise apart from the residual (.noise)
     offset_use: str = "reading"  # the offsets: a bias of the reading, or a torque the drive applies (deployed)
+    offset_vif: FloatArray | None = None  # (n,) each offset's variance inflation factor (.collinear; NaN: none)
+    offsets_held: NDArray[np.bool_] | None = None  # (n,) the offsets held at zero (.collinear)
 
     @property
     def names(self) -> tuple[str, ...]:
