@@ -315,8 +315,13 @@ def test_the_experiment_with_a_sensor_profile(tmp_path: Path) -> None:
     # the truth is recorded beside the measured states and tracking is scored on it
     topics = read_topics(out / "bags" / "C", ["/joint_states", TRUTH])
     measured, truth = (decode_joint_states(topics[t], names) for t in ("/joint_states", TRUTH))
-    np.testing.assert_array_equal(measured.stamps, truth.stamps)
-    assert not np.array_equal(measured.position, truth.position)  # quantized, delayed, noisy
+    # every state has its truth; the recorder's two subscriptions may match a state apart at the start
+    # (discovery on a loaded machine): the stamps agree but for at most one at each end
+    common, in_measured, in_truth = np.intersect1d(measured.stamps, truth.stamps, return_indices=True)
+    assert common.size >= max(measured.stamps.size, truth.stamps.size) - 2, (measured.stamps.size, truth.stamps.size)
+    np.testing.assert_array_equal(np.diff(in_measured), 1)  # one contiguous run in both
+    np.testing.assert_array_equal(np.diff(in_truth), 1)
+    assert not np.array_equal(measured.position[in_measured], truth.position[in_truth])  # quantized, delayed, noisy
     for key in cases:
         if key != "excitation":
             assert cases[key]["rms_position_error"] != cases[key]["measured"]["rms_position_error"]
