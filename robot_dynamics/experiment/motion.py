@@ -207,6 +207,13 @@ def torque_loop(plant: object, dof: int) -> npt.NDArray[np.bool_]:
     return np.asarray(sensors["actuator.torque_loop.bandwidth"], dtype=np.float64) > 0.0
 
 
+def identify_offsets(plant: object, dof: int) -> str:
+    """``identify --offsets`` for recordings of ``plant``: "torque" when its drive closes a torque loop on
+    the recorded sensor (:func:`torque_loop`: the fitted offsets are torques the loop applies, deployed),
+    else "reading" (a bias of the reading; docs/identification.md, "Offsets")."""
+    return "torque" if torque_loop(plant, dof).any() else "reading"
+
+
 def drive_factor(plant: object, dof: int) -> FloatArray:
     """Per joint, the torque a plant's drive applies per unit commanded: ``1 + e_j``, ``e_j`` the motor's
     torque-constant error of its sensor profile (:class:`~robot_dynamics.plant.sensors.SensedPlant`,
@@ -228,10 +235,11 @@ def drive_offset(plant: object, dof: int) -> FloatArray:
     the link-side sensor's offset ``o_j`` (the loop makes the reading ``(1 + s_j) tau_J + o_j`` equal the
     command, so the offset is a torque it applies); zeros elsewhere (a reading's offset is the reading's
     alone). The sensor's drift, which the loop applies too, changes with time: no model holds it."""
-    if not torque_loop(plant, dof).any():
+    loop = torque_loop(plant, dof)
+    if not loop.any():
         return np.zeros(dof)
     offset = np.asarray(plant.sensors["torque.offset"], dtype=np.float64)  # type: ignore[attr-defined]
-    return np.where(torque_loop(plant, dof), offset, 0.0)
+    return np.where(loop, offset, 0.0)
 
 
 def plant_efforts(plant: ExactPlant, motion: Motion) -> FloatArray:

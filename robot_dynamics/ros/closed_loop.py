@@ -69,12 +69,12 @@ from robot_dynamics.experiment.motion import (
     drive_offset,
     first_contact,
     fitted_efforts,
+    identify_offsets,
     model_efforts,
     planned_motion,
     plant_efforts,
     restricted_model,
     start_pose,
-    torque_loop,
 )
 from robot_dynamics.experiment.parameters import base_parameter_summary, parameter_rows
 from robot_dynamics.experiment.settings import (
@@ -149,9 +149,7 @@ class Experiment:
         self.plant = make_plant(
             options, renamed_model(model, s.joint_map), 1.0 / s.rate, s.robot, s.base_link, s.tip_link
         )
-        # the fitted offsets: torques the drive applies behind a torque loop on the recorded sensor, else a
-        # bias of the reading (identify --offsets; docs/identification.md, "Offsets")
-        self.offset_use = "torque" if torque_loop(self.plant, model.dof).any() else "reading"
+        self.offset_use = identify_offsets(self.plant, model.dof)
         if self.profile is not None:
             periods = (self.profile.measurement_delay, self.profile.command_delay)
             self.delays = (periods[0] / s.rate, periods[1] / s.rate)

@@ -53,9 +53,9 @@ from robot_dynamics.experiment.motion import (
     ExperimentError,
     Motion,
     first_contact,
+    identify_offsets,
     planned_motion,
     restricted_model,
-    torque_loop,
 )
 from robot_dynamics.experiment.report import TRUTH_TOPIC
 from robot_dynamics.experiment.settings import (
@@ -182,8 +182,7 @@ class CollisionCase:
         free_plant = make_plant(
             self._options(""), renamed_model(model, b.joint_map), period, b.robot, b.base_link, b.tip_link
         )
-        # the fitted offsets are torques a drive's loop on the recorded sensor applies (identify --offsets)
-        self.offset_use = "torque" if torque_loop(free_plant, model.dof).any() else "reading"
+        self.offset_use = identify_offsets(free_plant, model.dof)
         motions = {}
         if not s.contact_parameters:
             motions["calibration"] = planned_motion(
