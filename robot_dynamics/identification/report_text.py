@@ -71,15 +71,22 @@ def _share(rows: FloatArray, count: int) -> str:
 
 
 def offset_lines(result: IdentificationResult) -> list[str]:
-    """Per joint the offset (not deployed), its variance inflation factor and whether it was held at 0."""
+    """The fitted offsets, whether they were deployed, and per joint (when known) the offset's variance
+    inflation factor and whether it was held at 0 (:mod:`.collinear`)."""
     offsets, vif, held = result.offsets, result.offset_vif, result.offsets_held
-    if offsets is None or vif is None:
+    if offsets is None:
         return []
+    what = (
+        "deployed (a torque the drive applies: the model's friction.offset)"
+        if result.offsets_deployed
+        else "not deployed (a bias of the reading)"
+    )
     cells = []
     for j, name in enumerate(result.model.joint_names):
         state = " held at 0" if held is not None and held[j] else ""
-        cells.append(f"{name} {offsets[j]:.3g} (VIF {_g(float(vif[j]))}{state})")
-    return ["offsets (not deployed; held at 0 where the VIF exceeds the threshold): " + ", ".join(cells)]
+        detail = f" (VIF {_g(float(vif[j]))}{state})" if vif is not None else ""
+        cells.append(f"{name} {offsets[j]:.4g}{detail}")
+    return [f"offsets {what}: " + ", ".join(cells)]
 
 
 def format_table(result: IdentificationResult) -> str:
@@ -130,13 +137,6 @@ def format_table(result: IdentificationResult) -> str:
         lines.append(f"effort lag {lag} message(s), acceleration {acceleration}, chosen by training score ({scores})")
     elif lag or acceleration != "savgol":
         lines.append(f"effort lag {lag} message(s), acceleration {acceleration}")
-    if result.offsets is not None:
-        what = (
-            "deployed (a torque the drive applies: the model's friction.offset)"
-            if result.offsets_deployed
-            else "not deployed (a bias of the reading)"
-        )
-        lines.append(f"offsets {what}: " + ", ".join(f"{v:.4g}" for v in result.offsets))
     lines += [f"warning: {w}" for w in result.warnings]
     if result.payload is not None:
         p = result.payload
