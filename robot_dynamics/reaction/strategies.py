@@ -129,11 +129,11 @@ def braking_for_delay(delay: float) -> float:
 
 def braking_delay_problem(r: ReactionSettings, delay: float) -> str | None:
     """Why the braking of ``r`` is too strong for a loop delayed ``delay`` s (None: it is not)."""
-    if not r.armed or r.damping * delay <= BRAKING_DELAY_BOUND * (1.0 + 1e-9):  # (braking_for_delay's own value)
+    if not r.armed or delay <= 0.0 or r.damping <= braking_for_delay(delay):
         return None
     return (
         f"reaction_damping {r.damping:g} 1/s x the loop's delay {delay * 1e3:g} ms = {r.damping * delay:.2g} > "
-        f"{BRAKING_DELAY_BOUND}: the braking will oscillate; use at most {BRAKING_DELAY_BOUND / delay:.3g} 1/s"
+        f"{BRAKING_DELAY_BOUND}: the braking will oscillate; use at most {braking_for_delay(delay):.3g} 1/s"
     )
 
 
